@@ -1,0 +1,161 @@
+"""The ``fillpdf`` command: inspect a form, fill it once, or fill it for every row of a table.
+
+Other tools call these forms, so their arguments and outputs are kept stable:
+
+    fillpdf inspect FORM.pdf --json
+    fillpdf fill FORM.pdf --values VALUES.json -o OUT.pdf [--flatten]
+    fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
+                  [--flatten]
+
+Errors go to stderr as one line that says what to do; the exit status is 1 for bad input,
+2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from fillpdf_provider import __version__
+from fillpdf_provider.engine import FillPdfError, Template, inspect
+from fillpdf_provider.engine.batch import count_rows, fill_rows
+from fillpdf_provider.engine.filler import write_atomic
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    fields = inspect(args.form)
+    if args.json:
+        json.dump({"fields": [f.to_dict() for f in fields]}, sys.stdout, ensure_ascii=False,
+                  indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not fields:
+        print(f"{args.form}: no fillable fields (convert it with `fillpdf convert`).")
+        return 0
+    width = min(60, max(len(f.name) for f in fields))
+    print(f"{'name':<{width}}  {'type':<9} page  details")
+    for f in fields:
+        details = []
+        if f.options:
+            details.append("options: " + ", ".join(f.options[:6]) + (" …" if len(f.options) > 6 else ""))
+        if f.max_length:
+            details.append(f"max {f.max_length}" + (" comb" if f.comb else ""))
+        if f.multiline:
+            details.append("multiline")
+        if f.read_only:
+            details.append("read-only")
+        if f.required:
+            details.append("required")
+        print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(details)}")
+    print(f"{len(fields)} fields")
+    return 0
+
+
+def _cmd_fill(args: argparse.Namespace) -> int:
+    try:
+        values = json.loads(Path(args.values).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FillPdfError(f"No such values file: {args.values}") from None
+    except json.JSONDecodeError as exc:
+        raise FillPdfError(f"{args.values} is not valid JSON: {exc}") from None
+    if not isinstance(values, dict):
+        raise FillPdfError(f'{args.values} must hold a JSON object: {{"field name": value}}.')
+    data = Template(args.form).fill(values, flatten=args.flatten)
+    write_atomic(Path(args.output), data)
+    print(f"wrote {args.output} ({len(data):,} bytes)", file=sys.stderr)
+    return 0
+
+
+class _Progress:
+    """A one-line progress display on a terminal; silent elsewhere."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.live = sys.stderr.isatty()
+
+    def __call__(self, done: int, seconds: float) -> None:
+        if not self.live:
+            return
+        rate = done / seconds if seconds else 0.0
+        if self.total:
+            eta = (self.total - done) / rate if rate else 0.0
+            bar = "#" * int(30 * done / self.total)
+            line = f"[{bar:<30}] {done}/{self.total} rows  {rate:,.0f} rows/s  ETA {eta:,.0f}s"
+        else:
+            line = f"{done} rows  {rate:,.0f} rows/s"
+        sys.stderr.write("\r" + line)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.live:
+            sys.stderr.write("\n")
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    template = Template(args.form)
+    progress = _Progress(count_rows(args.rows))
+    try:
+        summary = fill_rows(
+            template, args.rows, args.out_dir, name_template=args.name_template,
+            flatten=args.flatten, on_error=args.on_error, progress=progress)
+    finally:
+        progress.close()
+    if summary.unmapped_columns:
+        print("columns that match no field (ignored): " + ", ".join(summary.unmapped_columns),
+              file=sys.stderr)
+    for error in summary.errors[:5]:
+        print(f"row {error['row']}: {error['error']}", file=sys.stderr)
+    print(summary.line())
+    return 0 if summary.failed == 0 else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fillpdf", description="Inspect and fill PDF forms, one at a time or in bulk.")
+    parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("inspect", help="list a form's fields")
+    p.add_argument("form", help="a fillable PDF")
+    p.add_argument("--json", action="store_true", help='print {"fields": [schema entries]}')
+    p.set_defaults(run=_cmd_inspect)
+
+    p = commands.add_parser("fill", help="fill a form with values from a JSON file")
+    p.add_argument("form", help="a fillable PDF")
+    p.add_argument("--values", required=True, help='JSON file: {"field name": value}')
+    p.add_argument("-o", "--output", required=True, help="where to write the filled PDF")
+    p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
+    p.set_defaults(run=_cmd_fill)
+
+    p = commands.add_parser("batch", help="fill a form once per row of a CSV or Parquet file")
+    p.add_argument("form", help="a fillable PDF")
+    p.add_argument("rows", help="CSV or Parquet file; columns named like the fields")
+    p.add_argument("--out-dir", required=True, help="folder for the PDFs and manifest.parquet")
+    p.add_argument("--name-template", default="{row}.pdf",
+                   help='output file names, e.g. "{row}.pdf" or "{id}-{last_name}.pdf"')
+    p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
+    p.add_argument("--on-error", choices=("skip", "fail"), default="skip",
+                   help="skip: record a bad row and go on (default); fail: stop at it")
+    p.set_defaults(run=_cmd_batch)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except FillPdfError as exc:
+        print(f"fillpdf {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"fillpdf {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,406 @@
+"""Appearance streams: what a viewer draws for a widget without regenerating anything.
+
+Text follows the field's ``/DA`` (font, size, colour) and ``/Q`` (alignment); a size of 0
+means auto-size, and text too large for its box is scaled down until it fits, so a value is
+never clipped out of sight. Multiline text wraps at word boundaries, comb fields put one
+character in each cell, list boxes highlight the selected option, and ``/MK /R`` rotation is
+honoured through the form's ``/Matrix``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from pypdf.generic import ArrayObject, DictionaryObject
+
+AUTO_MAX_SIZE = 12.0
+MIN_SIZE = 4.0
+LEADING = 1.15
+HIGHLIGHT = b"0.6 0.75 0.86 rg"
+
+
+class Font(Protocol):
+    ascent: float
+    descent: float
+
+    def encode(self, text: str) -> bytes | None: ...
+    def width(self, codes: bytes) -> float: ...
+
+
+@dataclass(frozen=True)
+class Box:
+    """A widget's drawing area, in the orientation its text runs."""
+
+    width: float
+    height: float
+    bbox: bytes
+    matrix: bytes
+    frame: bytes  # background and border operators
+    border: float
+
+    @property
+    def padding(self) -> float:
+        return max(2.0, 2 * self.border)
+
+
+@dataclass(frozen=True)
+class DefaultAppearance:
+    """The parts of ``/DA`` a stream needs: font resource name, size and colour."""
+
+    font: str
+    size: float
+    color: bytes
+
+    @classmethod
+    def parse(cls, da: str) -> DefaultAppearance:
+        font, size = "Helv", 0.0
+        match = re.search(r"/([^\s/\[\]()<>]+)\s+([-+]?[\d.]+)\s+Tf", da)
+        if match:
+            font, size = match.group(1), abs(float(match.group(2)))
+        color = b"0 g"
+        colors = re.findall(r"((?:[-+]?[\d.]+\s+){1,4})(g|rg|k)\b", da)
+        if colors:
+            numbers, op = colors[-1]
+            color = (" ".join(numbers.split()) + " " + op).encode("ascii")
+        return cls(font, size, color)
+
+
+def _number(value: float) -> bytes:
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return (text if text not in ("-0", "") else "0").encode("ascii")
+
+
+def _color(array: object, op_gray: bytes, op_rgb: bytes, op_cmyk: bytes) -> bytes | None:
+    if not isinstance(array, ArrayObject) or len(array) not in (1, 3, 4):
+        return None
+    try:
+        values = b" ".join(_number(float(v)) for v in array)
+    except (TypeError, ValueError):
+        return None
+    op = {1: op_gray, 3: op_rgb, 4: op_cmyk}[len(array)]
+    return values + b" " + op
+
+
+def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]) -> Box:
+    """The box a widget's appearance is drawn in, with its frame from ``/MK`` and ``/BS``."""
+    width, height = rect[2] - rect[0], rect[3] - rect[1]
+    mk = widget.get("/MK")
+    mk = mk.get_object() if mk is not None else DictionaryObject()
+    rotation = int(mk.get("/R", 0) or 0) % 360
+    bs = widget.get("/BS")
+    bs = bs.get_object() if bs is not None else DictionaryObject()
+    fill = _color(mk.get("/BG"), b"g", b"rg", b"k")
+    stroke = _color(mk.get("/BC"), b"G", b"RG", b"K")
+    border = float(bs.get("/W", 1)) if stroke else 0.0
+    if rotation in (90, 270):
+        width, height = height, width
+    matrix = {
+        90: b"/Matrix[0 1 -1 0 %s 0]" % _number(height),
+        180: b"/Matrix[-1 0 0 -1 %s %s]" % (_number(width), _number(height)),
+        270: b"/Matrix[0 -1 1 0 0 %s]" % _number(width),
+    }.get(rotation, b"")
+    frame = b""
+    if fill:
+        frame += b"%s 0 0 %s %s re f\n" % (fill, _number(width), _number(height))
+    if stroke and border > 0:
+        half = border / 2
+        if bs.get("/S") == "/U":
+            frame += b"%s %s w 0 %s m %s %s l S\n" % (
+                stroke,
+                _number(border),
+                _number(half),
+                _number(width),
+                _number(half),
+            )
+        else:
+            frame += b"%s %s w %s %s %s %s re S\n" % (
+                stroke,
+                _number(border),
+                _number(half),
+                _number(half),
+                _number(width - border),
+                _number(height - border),
+            )
+    bbox = b"[0 0 %s %s]" % (_number(width), _number(height))
+    return Box(width, height, bbox, matrix, frame, border)
+
+
+def escape(codes: bytes) -> bytes:
+    """A PDF literal string holding ``codes``."""
+    return (
+        b"("
+        + (
+            codes.replace(b"\\", b"\\\\")
+            .replace(b"(", b"\\(")
+            .replace(b")", b"\\)")
+            .replace(b"\r", b"\\r")
+            .replace(b"\n", b"\\n")
+        )
+        + b")"
+    )
+
+
+def show(codes: bytes, two_byte: bool) -> bytes:
+    return b"<" + codes.hex().encode("ascii") + b">" if two_byte else escape(codes)
+
+
+def _fit_single(box: Box, font: Font, size: float, width_at_1: float) -> float:
+    room_h = box.height - 2 * max(1.0, box.border)
+    line = font.ascent - font.descent
+    by_height = room_h / line if line > 0 else AUTO_MAX_SIZE
+    size = min(AUTO_MAX_SIZE, by_height) if size <= 0 else min(size, by_height)
+    room_w = box.width - 2 * box.padding
+    if width_at_1 > 0 and width_at_1 * size > room_w:
+        size = room_w / width_at_1
+    return max(size, min(MIN_SIZE, by_height), 1.0)
+
+
+def _clip(box: Box) -> bytes:
+    inset = box.border
+    return b"%s %s %s %s re W n\n" % (
+        _number(inset),
+        _number(inset),
+        _number(box.width - 2 * inset),
+        _number(box.height - 2 * inset),
+    )
+
+
+def _wrap(text: str, font: Font, size: float, room: float) -> list[str]:
+    lines: list[str] = []
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):
+            candidate = f"{line} {word}" if line else word
+            if _measure(font, candidate) * size <= room or not line:
+                line = candidate
+            else:
+                lines.append(line)
+                line = word
+            while _measure(font, line) * size > room and len(line) > 1:
+                cut = len(line) - 1
+                while cut > 1 and _measure(font, line[:cut]) * size > room:
+                    cut -= 1
+                lines.append(line[:cut])
+                line = line[cut:]
+        lines.append(line)
+    return lines
+
+
+def _measure(font: Font, text: str) -> float:
+    codes = font.encode(text)
+    return font.width(codes) if codes else 0.0
+
+
+@dataclass(frozen=True)
+class TextStyle:
+    font_name: bytes  # resource name used in the stream
+    font: Font
+    two_byte: bool
+    da: DefaultAppearance
+    quadding: int
+
+
+def _x(box: Box, quadding: int, text_width: float) -> float:
+    if quadding == 1:
+        return (box.width - text_width) / 2
+    if quadding == 2:
+        return box.width - box.padding - text_width
+    return box.padding
+
+
+def text_stream(
+    box: Box, style: TextStyle, text: str, *, multiline: bool = False, comb: int | None = None
+) -> bytes:
+    """Content of a text field's appearance showing ``text``."""
+    font, da = style.font, style.da
+    body = [b"/Tx BMC\nq\n", box.frame, _clip(box), b"BT\n"]
+    if comb:
+        body += _comb(box, style, text, comb)
+    elif multiline:
+        body += _multiline(box, style, text)
+    else:
+        codes = font.encode(" ".join(text.split())) or b""
+        size = _fit_single(box, font, da.size, font.width(codes))
+        baseline = box.height / 2 - size * (font.ascent + font.descent) / 2
+        x = _x(box, style.quadding, font.width(codes) * size)
+        body.append(
+            b"/%s %s Tf %s\n%s %s Td %s Tj\n"
+            % (
+                style.font_name,
+                _number(size),
+                da.color,
+                _number(x),
+                _number(baseline),
+                show(codes, style.two_byte),
+            )
+        )
+    body.append(b"ET\nQ\nEMC")
+    return b"".join(body)
+
+
+def _comb(box: Box, style: TextStyle, text: str, cells: int) -> list[bytes]:
+    font = style.font
+    cell = box.width / cells
+    glyphs = [font.encode(c) or b"" for c in text[:cells]]
+    widest = max((font.width(g) for g in glyphs), default=0.5)
+    size = _fit_single(box, font, style.da.size, 0)
+    if widest * size > cell * 0.95:
+        size = max(cell * 0.95 / widest, 1.0)
+    baseline = box.height / 2 - size * (font.ascent + font.descent) / 2
+    start = {1: (cells - len(glyphs)) // 2, 2: cells - len(glyphs)}.get(style.quadding, 0)
+    out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), style.da.color)]
+    previous = 0.0
+    for index, codes in enumerate(glyphs):
+        x = (start + index) * cell + (cell - font.width(codes) * size) / 2
+        out.append(
+            b"%s %s Td %s Tj\n"
+            % (
+                _number(x - previous),
+                _number(baseline if index == 0 else 0),
+                show(codes, style.two_byte),
+            )
+        )
+        previous = x
+    return out
+
+
+def _multiline(box: Box, style: TextStyle, text: str) -> list[bytes]:
+    font, da = style.font, style.da
+    room_w = box.width - 2 * box.padding
+    room_h = box.height - 2 * box.padding
+    size = da.size or AUTO_MAX_SIZE
+    while True:
+        lines = _wrap(text, font, size, room_w)
+        if len(lines) * size * LEADING <= room_h + size * 0.3 or size <= MIN_SIZE:
+            break
+        size = max(MIN_SIZE, size - 0.5)
+    leading = size * LEADING
+    y = box.height - box.padding - size * font.ascent
+    out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), da.color)]
+    previous_x, previous_y = 0.0, 0.0
+    for line in lines:
+        codes = font.encode(line) or b""
+        x = _x(box, style.quadding, font.width(codes) * size)
+        out.append(
+            b"%s %s Td %s Tj\n"
+            % (_number(x - previous_x), _number(y - previous_y), show(codes, style.two_byte))
+        )
+        previous_x, previous_y = x, y
+        y -= leading
+    return out
+
+
+def listbox_stream(
+    box: Box, style: TextStyle, items: list[str], selected: int, top: int = 0
+) -> bytes:
+    """A list box showing ``items`` from ``top`` with the ``selected`` one highlighted."""
+    font, da = style.font, style.da
+    size = da.size or AUTO_MAX_SIZE
+    leading = size * LEADING
+    visible = max(1, int((box.height - 2 * box.border) // leading))
+    if not top <= selected < top + visible:
+        top = max(0, selected - visible + 1)
+    body = [b"/Tx BMC\nq\n", box.frame, _clip(box)]
+    y_top = box.height - box.border
+    row = selected - top
+    body.append(
+        b"%s %s %s %s %s re f\n"
+        % (
+            HIGHLIGHT,
+            _number(box.border),
+            _number(y_top - (row + 1) * leading),
+            _number(box.width - 2 * box.border),
+            _number(leading),
+        )
+    )
+    body.append(b"BT\n/%s %s Tf %s\n" % (style.font_name, _number(size), da.color))
+    previous_y = 0.0
+    for index, item in enumerate(items[top : top + visible]):
+        codes = font.encode(item) or b""
+        y = y_top - index * leading - size * font.ascent - (leading - size) / 2
+        x = box.padding if index == 0 else 0
+        body.append(
+            b"%s %s Td %s Tj\n" % (_number(x), _number(y - previous_y), show(codes, style.two_byte))
+        )
+        previous_y = y
+    body.append(b"ET\nQ\nEMC")
+    return b"".join(body)
+
+
+def check_stream(box: Box, radio: bool, on: bool, color: bytes) -> bytes:
+    """A drawn check mark or radio dot, for buttons that came without appearances."""
+    body = [b"q\n", box.frame]
+    if on:
+        side = min(box.width, box.height)
+        cx, cy = box.width / 2, box.height / 2
+        stroke = color.replace(b" g", b" G").replace(b" rg", b" RG").replace(b" k", b" K")
+        if radio:
+            r = side * 0.28
+            k = r * 0.5523
+            body.append(
+                b"%s %s %s m %s %s %s %s %s %s c %s %s %s %s %s %s c "
+                b"%s %s %s %s %s %s c %s %s %s %s %s %s c f\n"
+                % tuple(
+                    [color]
+                    + [
+                        _number(v)
+                        for v in (
+                            cx + r,
+                            cy,
+                            cx + r,
+                            cy + k,
+                            cx + k,
+                            cy + r,
+                            cx,
+                            cy + r,
+                            cx - k,
+                            cy + r,
+                            cx - r,
+                            cy + k,
+                            cx - r,
+                            cy,
+                            cx - r,
+                            cy - k,
+                            cx - k,
+                            cy - r,
+                            cx,
+                            cy - r,
+                            cx + k,
+                            cy - r,
+                            cx + r,
+                            cy - k,
+                            cx + r,
+                            cy,
+                        )
+                    ]
+                )
+            )
+        else:
+            s = side * 0.7
+            x0, y0 = cx - s / 2, cy - s / 2
+            body.append(
+                b"%s %s w 1 J 1 j %s %s m %s %s l %s %s l S\n"
+                % (
+                    stroke,
+                    _number(max(side * 0.1, 0.8)),
+                    _number(x0 + s * 0.1),
+                    _number(y0 + s * 0.5),
+                    _number(x0 + s * 0.4),
+                    _number(y0 + s * 0.15),
+                    _number(x0 + s * 0.92),
+                    _number(y0 + s * 0.88),
+                )
+            )
+    body.append(b"Q")
+    return b"".join(body)
+
+
+def form_xobject(box: Box, content: bytes, resources: bytes = b"") -> bytes:
+    """The body of a form XObject object drawing ``content`` in ``box``."""
+    return (
+        b"<</Type/XObject/Subtype/Form/BBox%s%s/Resources<<%s>>/Length %d>>\nstream\n%s\nendstream"
+        % (box.bbox, box.matrix, resources, len(content), content)
+    )

@@ -1,0 +1,278 @@
+"""Mail-merge: one template, a table of rows, one PDF per row, and a manifest of them all.
+
+Rows stream in record batches (pyarrow), so memory stays flat however long the table is.
+Each PDF is written to a temporary name and renamed, and the manifest is written the same
+way once the last row is done, so a crash leaves no half-written file behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from fillpdf_provider.engine.coerce import coerce_value, map_columns
+from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.filler import Template, write_atomic
+
+MANIFEST_NAME = "manifest.parquet"
+MANIFEST_SCHEMA = pa.schema([
+    ("row", pa.int64()),
+    ("path", pa.string()),
+    ("sha256", pa.string()),
+    ("pages", pa.int32()),
+    ("bytes", pa.int64()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+])
+_UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
+
+
+@dataclass
+class BatchSummary:
+    """What a batch did, for a log line, an XCom or a test."""
+
+    rows: int = 0
+    ok: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    out_dir: str = ""
+    manifest: str = ""
+    unmapped_columns: list[str] = field(default_factory=list)
+    unfilled_fields: list[str] = field(default_factory=list)
+    errors: list[dict[str, object]] = field(default_factory=list)  # the first few, for humans
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+    def line(self) -> str:
+        return (
+            f"filled {self.ok} of {self.rows} rows into {self.out_dir} ({self.failed} failed) "
+            f"in {self.seconds:.1f}s, {self.rows_per_second:.0f} rows/s; manifest: {self.manifest}"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "rows": self.rows, "ok": self.ok, "failed": self.failed,
+            "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows_per_second, 1),
+            "out_dir": self.out_dir, "manifest": self.manifest,
+            "unmapped_columns": self.unmapped_columns, "unfilled_fields": self.unfilled_fields,
+            "errors": self.errors,
+        }
+
+
+class RowError(FillPdfError):
+    """A row could not be filled; with the fail-fast policy the batch stops on it."""
+
+    def __init__(self, row: int, cause: Exception) -> None:
+        self.row, self.cause = row, cause
+        super().__init__(f"row {row}: {cause}", param=getattr(cause, "param", None))
+
+
+def read_batches(path: str | os.PathLike[str], batch_rows: int = 2048) -> Iterator[pa.RecordBatch]:
+    """Record batches of a CSV (every column read as text) or Parquet file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No such rows file: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+        return
+    if suffix not in (".csv", ".txt", ".tsv"):
+        raise ValueError(f"Rows must be a .csv or .parquet file, not {path.name!r}.")
+    with open(path, "rb") as handle:
+        header = handle.readline().decode("utf-8-sig")
+    if not header.strip():
+        raise ValueError(f"{path.name} is empty: the first line must name the columns.")
+    delimiter = "\t" if suffix == ".tsv" else ","
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(block_size=1 << 20, encoding="utf8"),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types=_all_text(header, delimiter), strings_can_be_null=False),
+    )
+    for batch in reader:
+        yield from _split(batch, batch_rows)
+
+
+def _all_text(header: str, delimiter: str) -> dict[str, pa.DataType]:
+    table = pacsv.read_csv(
+        pa.py_buffer(header.encode("utf-8")),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+    )
+    return {name: pa.string() for name in table.schema.names}
+
+
+def _split(batch: pa.RecordBatch, rows: int) -> Iterator[pa.RecordBatch]:
+    for start in range(0, batch.num_rows, rows):
+        yield batch.slice(start, rows)
+
+
+def count_rows(path: str | os.PathLike[str]) -> int | None:
+    """Rows in a Parquet file from its footer; None for CSV (unknown without reading it)."""
+    path = Path(path)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return pq.ParquetFile(path).metadata.num_rows
+    return None
+
+
+class OutputNames:
+    """File names from a template such as ``{row}.pdf`` or ``{row_id}-{last_name}.pdf``.
+
+    Names are made safe for any file system and unique within the batch.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        if not pattern.lower().endswith(".pdf"):
+            pattern += ".pdf"
+        self.pattern = pattern
+        self._used: set[str] = set()
+
+    def check(self, columns: list[str]) -> None:
+        """Fail before any row is filled when the pattern names a column the rows lack."""
+        self.name(0, dict.fromkeys(columns, "x"))
+        self._used.clear()
+
+    def name(self, row: int, cells: Mapping[str, object]) -> str:
+        try:
+            raw = self.pattern.format(row=row, **{k: "" if v is None else v for k, v in cells.items()})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"The name template {self.pattern!r} names {exc}, which is not a column; "
+                "use {row} or a column name."
+            ) from exc
+        stem = _UNSAFE.sub("_", raw[:-4]).strip(" ._") or f"row-{row}"
+        candidate, n = f"{stem[:150]}.pdf", 1
+        while candidate.casefold() in self._used:
+            n += 1
+            candidate = f"{stem[:150]}-{n}.pdf"
+        self._used.add(candidate.casefold())
+        return candidate
+
+
+def fill_rows(
+    template: Template,
+    rows: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    name_template: str = "{row}.pdf",
+    flatten: bool = False,
+    on_error: str = "skip",
+    mapping: Mapping[str, str] | None = None,
+    progress: Callable[[int, float], None] | None = None,
+    manifest_name: str = MANIFEST_NAME,
+    start_row: int = 1,
+) -> BatchSummary:
+    """Fill one PDF per row of ``rows`` (CSV or Parquet) into ``out_dir``.
+
+    ``{row}`` is the row's 1-based number in the file (``start_row`` shifts it for chunks).
+    ``on_error="skip"`` records a bad row in the manifest and goes on; ``"fail"`` stops.
+    """
+    if on_error not in ("skip", "fail"):
+        raise ValueError("on_error must be 'skip' or 'fail'")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = OutputNames(name_template)
+    fields = {f.name: f for f in template.fields}
+    date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
+    summary = BatchSummary(out_dir=str(out), manifest=str(out / manifest_name))
+    manifest = _ManifestWriter(out / manifest_name)
+    started = time.perf_counter()
+    row_number = start_row - 1
+    pairs: dict[str, str] | None = None
+    try:
+        for batch in read_batches(rows):
+            if pairs is None:
+                names.check(batch.schema.names)
+                pairs, summary.unmapped_columns, summary.unfilled_fields = map_columns(
+                    batch.schema.names, list(fields.values()), mapping)
+            columns = {c: batch.column(c).to_pylist() for c in batch.schema.names}
+            for i in range(batch.num_rows):
+                row_number += 1
+                cells = {c: values[i] for c, values in columns.items()}
+                record = _fill_one(template, fields, date_formats, pairs, cells, row_number,
+                                   names, out, flatten)
+                manifest.add(record)
+                summary.rows += 1
+                if record["status"] == "ok":
+                    summary.ok += 1
+                else:
+                    summary.failed += 1
+                    if len(summary.errors) < 20:
+                        summary.errors.append({"row": row_number, "error": record["error"]})
+                    if on_error == "fail":
+                        raise RowError(row_number, record.pop("exception"))  # type: ignore[arg-type]
+            if progress is not None:
+                progress(summary.rows, time.perf_counter() - started)
+    finally:
+        summary.seconds = time.perf_counter() - started
+        manifest.close()
+    return summary
+
+
+def _fill_one(
+    template: Template,
+    fields: Mapping[str, object],
+    date_formats: Mapping[str, str | None],
+    pairs: Mapping[str, str],
+    cells: Mapping[str, object],
+    row: int,
+    names: OutputNames,
+    out: Path,
+    flatten: bool,
+) -> dict[str, object]:
+    record: dict[str, object] = {"row": row, "path": None, "sha256": None, "pages": None,
+                                 "bytes": None, "status": "error", "error": None}
+    try:
+        values = {}
+        for column, field_name in pairs.items():
+            value = coerce_value(fields[field_name], cells.get(column),  # type: ignore[arg-type]
+                                 date_formats.get(field_name))
+            if value is not None:
+                values[field_name] = value
+        data = template.fill(values, flatten=flatten)
+        file_name = names.name(row, cells)
+        write_atomic(out / file_name, data)
+    except (FillPdfError, ValueError, TypeError, OSError) as exc:
+        record["error"] = str(exc)
+        record["exception"] = exc
+        return record
+    record.update(path=file_name, sha256=hashlib.sha256(data).hexdigest(),
+                  pages=template.page_count, bytes=len(data), status="ok")
+    return record
+
+
+class _ManifestWriter:
+    """Appends manifest rows to a Parquet file in groups, renamed into place on close."""
+
+    def __init__(self, path: Path, group: int = 4096) -> None:
+        self.path = path
+        self.temp = path.with_name(f".{path.name}.tmp")
+        self.group = group
+        self.pending: list[dict[str, object]] = []
+        self.writer = pq.ParquetWriter(self.temp, MANIFEST_SCHEMA)
+
+    def add(self, record: dict[str, object]) -> None:
+        self.pending.append({k: record.get(k) for k in MANIFEST_SCHEMA.names})
+        if len(self.pending) >= self.group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=MANIFEST_SCHEMA))
+            self.pending = []
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+        os.replace(self.temp, self.path)

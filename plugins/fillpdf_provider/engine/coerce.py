@@ -1,0 +1,144 @@
+"""Turn table cells into fill values: what a spreadsheet holds into what a field takes.
+
+CSV cells arrive as strings and Parquet cells as typed values; either way a checkbox wants a
+boolean, a text field a string, a radio or choice field one of its options. Empty cells
+(None, NaN, "") leave the field as the template has it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+
+from fillpdf_provider.engine.errors import FieldValueError
+from fillpdf_provider.engine.schema import Field
+
+TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "x", "on", "checked", "✓", "✔"})
+FALSE_WORDS = frozenset({"false", "f", "no", "n", "0", "off", "unchecked", ""})
+
+_AF_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d")
+
+
+def is_empty(cell: object) -> bool:
+    if cell is None:
+        return True
+    if isinstance(cell, float) and math.isnan(cell):
+        return True
+    return isinstance(cell, str) and cell.strip() == ""
+
+
+def to_bool(cell: object, field_name: str) -> bool:
+    if isinstance(cell, bool):
+        return cell
+    if isinstance(cell, int | float | Decimal) and cell in (0, 1):
+        return bool(cell)
+    word = str(cell).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise FieldValueError(
+        field_name, f"{cell!r} is not a checkbox value; use true/false, yes/no, 1/0, x or empty.")
+
+
+def to_text(cell: object, date_format: str | None = None) -> str:
+    if isinstance(cell, str):
+        return cell
+    if isinstance(cell, bool):
+        return "Yes" if cell else "No"
+    if isinstance(cell, float) and cell.is_integer():
+        return str(int(cell))
+    if isinstance(cell, dt.datetime | dt.date):
+        return format_date(cell, date_format)
+    if hasattr(cell, "isoformat") and hasattr(cell, "year"):  # pandas Timestamp and friends
+        return format_date(cell, date_format)  # type: ignore[arg-type]
+    return str(cell)
+
+
+def format_date(value: dt.date, af_format: str | None) -> str:
+    """A date in the form's own format (Acrobat ``AFDate`` style), else ISO 8601."""
+    day = value.date() if isinstance(value, dt.datetime) else value
+    if not af_format:
+        return day.isoformat()
+    parts = {
+        "yyyy": f"{day.year:04d}", "yy": f"{day.year % 100:02d}",
+        "mmmm": day.strftime("%B"), "mmm": day.strftime("%b"),
+        "mm": f"{day.month:02d}", "m": str(day.month),
+        "dddd": day.strftime("%A"), "ddd": day.strftime("%a"),
+        "dd": f"{day.day:02d}", "d": str(day.day),
+    }
+    return _AF_TOKEN.sub(lambda m: parts[m.group(0)], af_format)
+
+
+def to_option(cell: object, options: tuple[str, ...], field_name: str) -> str:
+    text = to_text(cell).strip()
+    if text in options:
+        return text
+    folded = {o.casefold(): o for o in options}
+    if text.casefold() in folded:
+        return folded[text.casefold()]
+    if isinstance(cell, bool) or text.lower() in TRUE_WORDS | FALSE_WORDS:
+        non_off = [o for o in options if o.lower() != "off"]
+        if len(non_off) == 1 and to_bool(cell, field_name):
+            return non_off[0]
+    shown = ", ".join(repr(o) for o in options[:12])
+    raise FieldValueError(field_name, f"{text!r} is not one of the options: {shown}.")
+
+
+def coerce_value(field: Field, cell: object, date_format: str | None = None) -> object | None:
+    """The fill value for ``cell`` in ``field``, or None to leave the field alone."""
+    if is_empty(cell):
+        return None
+    if field.type == "checkbox":
+        return to_bool(cell, field.name)
+    if field.type in ("radio", "choice"):
+        return to_option(cell, field.options or (), field.name)
+    if field.type == "date" and date_format and isinstance(cell, str):
+        try:
+            return format_date(dt.date.fromisoformat(cell.strip()), date_format)
+        except ValueError:
+            return cell
+    return to_text(cell, date_format)
+
+
+def normalise(name: str) -> str:
+    """A column or field name reduced to lowercase words joined by ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_")
+
+
+def map_columns(
+    columns: list[str], fields: list[Field], mapping: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """Pair columns with fields: explicit ``mapping`` first, then equal, then normalised names.
+
+    Returns (column -> field, unmapped columns, fields no column fills).
+    """
+    names = {f.name for f in fields}
+    pairs: dict[str, str] = {}
+    for column, field_name in (mapping or {}).items():
+        if field_name not in names:
+            raise FieldValueError(field_name, "the mapping names a field the form does not have.")
+        if column not in columns:
+            raise FieldValueError(field_name, f"the mapping names a column {column!r} the rows lack.")
+        pairs[column] = field_name
+    taken = set(pairs.values())
+    by_normal: dict[str, list[str]] = {}
+    for f in fields:
+        by_normal.setdefault(normalise(f.name), []).append(f.name)
+    for column in columns:
+        if column in pairs:
+            continue
+        if column in names and column not in taken:
+            pairs[column] = column
+        else:
+            candidates = [n for n in by_normal.get(normalise(column), []) if n not in taken]
+            if len(candidates) == 1:
+                pairs[column] = candidates[0]
+        if column in pairs:
+            taken.add(pairs[column])
+    unmapped = [c for c in columns if c not in pairs]
+    unfilled = [f.name for f in fields if f.name not in taken and not f.read_only]
+    return pairs, unmapped, unfilled

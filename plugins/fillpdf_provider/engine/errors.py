@@ -1,0 +1,88 @@
+"""Typed errors of the engine.
+
+Every error says what went wrong and what to do about it, and names the request field
+(``param``) it concerns where there is one, so the service can map it to a 4xx answer
+and a batch can record it against a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from difflib import get_close_matches
+
+
+class FillPdfError(Exception):
+    """Base class of every error the engine raises on bad input."""
+
+    #: The error type of the HTTP contract this error maps to.
+    error_type = "invalid_request"
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class PdfError(FillPdfError):
+    """The input cannot be used as a PDF form."""
+
+    error_type = "unsupported_file"
+
+
+class NotAPdfError(PdfError):
+    """The bytes are not a PDF file."""
+
+
+class EncryptedPdfError(PdfError):
+    """The PDF is encrypted with a password we do not have."""
+
+
+class DamagedPdfError(PdfError):
+    """The file claims to be a PDF but cannot be processed."""
+
+    error_type = "engine_error"
+
+
+class NoFormError(PdfError):
+    """The PDF has no fillable fields."""
+
+    error_type = "invalid_request"
+
+
+class FieldError(FillPdfError):
+    """A value does not fit the form: an unknown field or a value its field refuses."""
+
+
+class UnknownFieldError(FieldError):
+    """A value was given for a field the form does not have."""
+
+    def __init__(self, name: str, known: Iterable[str]) -> None:
+        self.name = name
+        self.suggestions = get_close_matches(name, list(known), n=3, cutoff=0.5)
+        hint = (
+            "did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
+            if self.suggestions
+            else "run `fillpdf inspect FORM.pdf --json` to list the field names."
+        )
+        super().__init__(f"The form has no field named {name!r}: {hint}", param=name)
+
+
+class FieldValueError(FieldError):
+    """A value has the wrong type for its field, is not among its options, or is too long."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"Field {field!r}: {message}", param=field)
+
+
+__all__ = [
+    "DamagedPdfError",
+    "EncryptedPdfError",
+    "FieldError",
+    "FieldValueError",
+    "FillPdfError",
+    "NoFormError",
+    "NotAPdfError",
+    "PdfError",
+    "UnknownFieldError",
+]

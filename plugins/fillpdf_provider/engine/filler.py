@@ -1,0 +1,625 @@
+"""Fill a form: a compiled template, then one small incremental update per row.
+
+``Template`` parses the form once and prepares, for every field, the bytes of the objects a
+value rewrites, minus the parts that change. Filling a row then validates the values, draws
+appearance streams for what changed and appends the update to the template's bytes: the
+cost of a row grows with the fields it sets, not with the size of the form.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
+
+from fillpdf_provider.engine import fonts
+from fillpdf_provider.engine.appearance import (
+    Box,
+    DefaultAppearance,
+    TextStyle,
+    check_stream,
+    form_xobject,
+    listbox_stream,
+    text_stream,
+    widget_box,
+)
+from fillpdf_provider.engine.errors import FieldValueError, NoFormError, UnknownFieldError
+from fillpdf_provider.engine.form import FormField, Widget, acroform_of, read_fields, top_field_ref
+from fillpdf_provider.engine.incremental import append_update
+from fillpdf_provider.engine.pdfsyntax import dict_without, name, ref, serialize, text_string
+from fillpdf_provider.engine.schema import Field
+from fillpdf_provider.engine.source import PdfInput, open_pdf
+
+_TEXT_KINDS = ("text", "date", "signature", "choice")
+_HELVETICA = b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica/Encoding/WinAnsiEncoding>>"
+_DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
+_DROP_BUTTON = frozenset({"/V", "/AS"})
+_DROP_BUTTON_AP = frozenset({"/V", "/AS", "/AP"})
+_DROP_FLATTEN_PAGE = frozenset({"/Annots", "/Contents", "/Resources"})
+
+
+@dataclass
+class _WidgetPlan:
+    widget: Widget
+    number: int
+    generation: int
+    prefix: bytes  # the widget dict without what a row sets, unclosed
+    box: Box
+    merged: bool  # the widget is also the field dictionary (it holds /V)
+    style: TextStyle | None = None  # text-like fields: the form's own font, when usable
+    button_ap: bytes = b""  # buttons whose appearances we drew: their /AP entry
+
+
+@dataclass
+class _FieldPlan:
+    field: FormField
+    widgets: list[_WidgetPlan]
+    parents: list[tuple[int, int, bytes]]  # field dicts apart from their widgets
+    da: DefaultAppearance
+    items: list[str] = field(default_factory=list)  # list box: shown text of each option
+
+
+@dataclass
+class _Row:
+    """What one fill emits, numbered from the template's first free object."""
+
+    objects: list[tuple[int, int, bytes]]
+    next_number: int
+    drawn: dict[int, tuple[int, Box]] = field(default_factory=dict)  # widget -> (AP, box)
+    states: dict[int, str] = field(default_factory=dict)  # button widget -> /AS
+
+    def add(self, body: bytes) -> int:
+        number = self.next_number
+        self.next_number += 1
+        self.objects.append((number, 0, body))
+        return number
+
+
+class Template:
+    """A fillable PDF parsed once, ready to fill any number of rows.
+
+    Output is deterministic: the same template and values give the same bytes.
+    """
+
+    def __init__(self, pdf: PdfInput) -> None:
+        opened = open_pdf(pdf)
+        self._reader, self._base = opened.reader, opened.base
+        form_fields = read_fields(self._reader)
+        if not form_fields:
+            raise NoFormError(
+                "The PDF has no fillable fields; convert it first (`fillpdf convert`)."
+            )
+        self._by_name = {f.name: f for f in form_fields}
+        self.fields: list[Field] = [f.schema() for f in form_fields]
+        self._next = self._base.size
+        self._helvetica = self._allocate()
+        self._constant: list[tuple[int, int, bytes]] = [(self._helvetica, 0, _HELVETICA)]
+        self._dr_fonts = self._resource_fonts()
+        self._plans = {f.name: self._plan(f) for f in form_fields}
+        self._widget_numbers = {wp.number for p in self._plans.values() for wp in p.widgets}
+        self._catalog, self._flat_catalog = self._rewrite_form_root(form_fields)
+        self._unicode: fonts.UnicodeFont | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Template:
+        return cls(Path(path))
+
+    def date_format(self, field_name: str) -> str | None:
+        """The date format a date field's scripts use (``mm/dd/yyyy``), if it names one."""
+        plan = self._plans.get(field_name)
+        return plan.field.date_format if plan is not None else None
+
+    @property
+    def page_count(self) -> int:
+        return len(self._reader.pages)
+
+    # -- filling ------------------------------------------------------------------------
+
+    def fill(self, values: Mapping[str, object], *, flatten: bool = False) -> bytes:
+        """The template with ``values`` set; with ``flatten``, drawn into the pages."""
+        chosen = self._check(values)
+        row = _Row(list(self._constant), self._next)
+        texts = [(p, v) for p, v in chosen if p.field.kind in _TEXT_KINDS]
+        unicode_ref = self._unicode_font(row, texts)
+        for plan, value in chosen:
+            if plan.field.kind in _TEXT_KINDS:
+                self._emit_text(row, plan, value, unicode_ref)  # type: ignore[arg-type]
+            else:
+                self._emit_button(row, plan, value)
+        if flatten:
+            self._emit_flatten(row)
+            row.objects.append(self._flat_catalog)
+        elif self._catalog is not None:
+            row.objects.append(self._catalog)
+        return append_update(self._base, row.objects)
+
+    def write(
+        self, path: str | os.PathLike[str], values: Mapping[str, object], *, flatten: bool = False
+    ) -> Path:
+        """Fill and write to ``path`` atomically: a temporary file renamed into place."""
+        data = self.fill(values, flatten=flatten)
+        return write_atomic(Path(path), data)
+
+    def check(self, values: Mapping[str, object]) -> None:
+        """Raise the error ``fill`` would raise for ``values``, without filling."""
+        self._check(values)
+
+    def _check(self, values: Mapping[str, object]) -> list[tuple[_FieldPlan, object]]:
+        chosen = []
+        for key, value in values.items():
+            plan = self._plans.get(key)
+            if plan is None:
+                raise UnknownFieldError(str(key), self._plans)
+            if value is None:
+                continue
+            _validate(plan.field, value)
+            chosen.append((plan, value))
+        return chosen
+
+    def _emit_text(self, row: _Row, plan: _FieldPlan, value: str, unicode_ref: int) -> None:
+        form_field = plan.field
+        shown = form_field.displays.get(value, value) if form_field.kind == "choice" else value
+        set_v = form_field.kind != "signature"
+        v_entry = b"/V " + text_string(value) if set_v else b""
+        if form_field.is_listbox and value in (form_field.options or ()):
+            v_entry += b"/I[%d]" % form_field.options.index(value)  # type: ignore[union-attr]
+        for wp in plan.widgets:
+            style = self._style_for(wp, plan, shown, unicode_ref)
+            if form_field.is_listbox:
+                selected = (
+                    (form_field.options or ()).index(value)
+                    if value in (form_field.options or ())
+                    else 0
+                )
+                top = int(wp.widget.obj.get("/TI", 0) or 0)
+                content = listbox_stream(wp.box, style, plan.items, selected, top)
+            else:
+                content = text_stream(
+                    wp.box,
+                    style,
+                    shown,
+                    multiline=form_field.multiline,
+                    comb=form_field.max_length if form_field.comb else None,
+                )
+            resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode_ref))
+            ap = row.add(form_xobject(wp.box, content, resources))
+            row.drawn[wp.number] = (ap, wp.box)
+            extra = v_entry if wp.merged else b""
+            row.objects.append(
+                (wp.number, wp.generation, wp.prefix + b"/AP<</N %d 0 R>>%s>>" % (ap, extra))
+            )
+        for number, generation, prefix in plan.parents:
+            row.objects.append((number, generation, prefix + v_entry + b">>"))
+
+    def _emit_button(self, row: _Row, plan: _FieldPlan, value: object) -> None:
+        form_field = plan.field
+        if form_field.kind == "checkbox":
+            on_states = {w.on_state for w in form_field.widgets} if value else set()
+        else:
+            on_states = set(form_field.states.get(str(value), ()))
+        chosen = next(
+            (w.widget.on_state for w in plan.widgets if w.widget.on_state in on_states), None
+        )
+        v_entry = b"/V " + (name(chosen) if chosen else b"/Off")
+        for wp in plan.widgets:
+            state = wp.widget.on_state if wp.widget.on_state in on_states else "Off"
+            row.states[wp.number] = state  # type: ignore[assignment]
+            extra = v_entry if wp.merged else b""
+            row.objects.append(
+                (
+                    wp.number,
+                    wp.generation,
+                    wp.prefix + wp.button_ap + b"/AS " + name(state) + extra + b">>",
+                )
+            )
+        for number, generation, prefix in plan.parents:
+            row.objects.append((number, generation, prefix + v_entry + b">>"))
+
+    # -- fonts --------------------------------------------------------------------------
+
+    def _style_for(
+        self, wp: _WidgetPlan, plan: _FieldPlan, text: str, unicode_ref: int
+    ) -> TextStyle:
+        quadding = plan.field.quadding
+        sample = _printable(text if not plan.field.is_listbox else "".join(plan.items))
+        if wp.style is not None and wp.style.font.encode(sample) is not None:
+            return wp.style
+        helvetica = fonts.core_font("Helvetica")
+        if helvetica.encode(sample) is not None:
+            return TextStyle(b"Helv", helvetica, False, plan.da, quadding)
+        return TextStyle(b"NotoSans", self._unicode_font_object(), True, plan.da, quadding)
+
+    def _font_value(self, style: TextStyle, unicode_ref: int) -> bytes:
+        if style.font_name == b"NotoSans" and style.two_byte:
+            return b"%d 0 R" % unicode_ref
+        if style.font_name == b"Helv" and style.font is fonts.core_font("Helvetica"):
+            return b"%d 0 R" % self._helvetica
+        return self._dr_fonts[style.font_name.decode("latin-1")][0]
+
+    def _unicode_font_object(self) -> fonts.UnicodeFont:
+        if self._unicode is None:
+            self._unicode = fonts.UnicodeFont()
+        return self._unicode
+
+    def _unicode_font(self, row: _Row, texts: list[tuple[_FieldPlan, object]]) -> int:
+        """Embed one Noto Sans subset for every value WinAnsi cannot show; 0 if none."""
+        helvetica = fonts.core_font("Helvetica")
+        needed = []
+        for plan, value in texts:
+            text = str(value)
+            if plan.field.kind == "choice":
+                text = plan.field.displays.get(text, text)
+                if plan.field.is_listbox:
+                    text = "".join(plan.items)
+            if helvetica.encode(_printable(text)) is None:
+                needed.append(text)
+        if not needed:
+            return 0
+        font = self._unicode_font_object()
+        refs = fonts.FontRefs.starting_at(row.next_number)
+        row.next_number += 5
+        used = font.used_glyphs("".join(needed))
+        row.objects.extend((n, 0, body) for n, body in font.pdf_objects(used, refs))
+        return refs.font
+
+    def _resource_fonts(self) -> dict[str, tuple[bytes, fonts.SimpleFont | None]]:
+        """The AcroForm's ``/DR`` fonts: how to refer to each, and its metrics if usable."""
+        acroform = acroform_of(self._reader)
+        dr = acroform.get("/DR") if acroform is not None else None
+        dr = dr.get_object() if dr is not None else None
+        font_dict = dr.get("/Font") if isinstance(dr, DictionaryObject) else None
+        font_dict = font_dict.get_object() if font_dict is not None else None
+        result: dict[str, tuple[bytes, fonts.SimpleFont | None]] = {}
+        if isinstance(font_dict, DictionaryObject):
+            for key in font_dict:
+                raw = font_dict.raw_get(key)
+                result[key[1:]] = (serialize(raw), _simple_font(raw.get_object()))
+        return result
+
+    # -- compiling ----------------------------------------------------------------------
+
+    def _allocate(self) -> int:
+        number = self._next
+        self._next += 1
+        return number
+
+    def _plan(self, form_field: FormField) -> _FieldPlan:
+        da = DefaultAppearance.parse(form_field.da)
+        plan = _FieldPlan(form_field, [], [], da)
+        if form_field.is_listbox:
+            plan.items = [form_field.displays[o] for o in form_field.options or ()]
+        button = form_field.kind in ("checkbox", "radio")
+        for target in form_field.targets:
+            merged_seen = False
+            for widget in target.widgets:
+                if widget.ref is None:
+                    continue
+                merged = widget.ref.idnum == target.ref.idnum
+                merged_seen = merged_seen or merged
+                box = widget_box(widget.obj, widget.rect)
+                wp = _WidgetPlan(widget, widget.ref.idnum, widget.ref.generation, b"", box, merged)
+                if button:
+                    wp.button_ap = self._button_appearance(form_field, widget, box, da)
+                    drop = _DROP_BUTTON_AP if wp.button_ap else _DROP_BUTTON
+                else:
+                    drop = _DROP_TEXT
+                    wp.style = self._da_style(da, form_field.quadding)
+                wp.prefix = dict_without(widget.obj, drop)
+                plan.widgets.append(wp)
+            if not merged_seen:
+                drop = frozenset({"/V", "/I"}) if not button else frozenset({"/V"})
+                plan.parents.append(
+                    (target.ref.idnum, target.ref.generation, dict_without(target.obj, drop))
+                )
+        return plan
+
+    def _da_style(self, da: DefaultAppearance, quadding: int) -> TextStyle | None:
+        entry = self._dr_fonts.get(da.font)
+        if entry is None or entry[1] is None:
+            return None
+        return TextStyle(da.font.encode("latin-1"), entry[1], False, da, quadding)
+
+    def _button_appearance(
+        self, form_field: FormField, widget: Widget, box: Box, da: DefaultAppearance
+    ) -> bytes:
+        """An ``/AP`` entry for a button that has no on-state appearance; b"" if it has one."""
+        ap = widget.obj.get("/AP")
+        normal = ap.get_object().get("/N") if ap is not None else None
+        normal = normal.get_object() if normal is not None else None
+        if isinstance(normal, DictionaryObject) and ("/" + (widget.on_state or "")) in normal:
+            return b""
+        radio = form_field.kind == "radio"
+        on = self._allocate()
+        off = self._allocate()
+        self._constant.append((on, 0, form_xobject(box, check_stream(box, radio, True, da.color))))
+        self._constant.append(
+            (off, 0, form_xobject(box, check_stream(box, radio, False, da.color)))
+        )
+        return b"/AP<</N<<%s %d 0 R/Off %d 0 R>>>>" % (name(widget.on_state or "Yes"), on, off)
+
+    def _rewrite_form_root(
+        self, form_fields: list[FormField]
+    ) -> tuple[tuple[int, int, bytes] | None, tuple[int, int, bytes]]:
+        """The AcroForm as every output carries it, and the catalog of a flattened output.
+
+        The AcroForm loses ``/XFA`` (Acrobat would show the XFA data instead of ours) and
+        ``/NeedAppearances`` (ours are complete); fields found on pages but missing from
+        ``/Fields`` are added, and fonts named by ``/DA`` but missing from ``/DR`` are given.
+        """
+        reader = self._reader
+        root_ref = reader.trailer.raw_get("/Root")
+        root = root_ref.get_object()
+        flat = (
+            root_ref.idnum,
+            root_ref.generation,
+            dict_without(root, frozenset({"/AcroForm"})) + b">>",
+        )
+        acroform = acroform_of(reader)
+        if acroform is None:
+            return None, flat
+        listed = {
+            r.idnum
+            for r in acroform.get("/Fields", ArrayObject()) or []
+            if isinstance(r, IndirectObject)
+        }
+        fields = [serialize(r) for r in acroform.get("/Fields", ArrayObject()) or []]
+        for form_field in form_fields:
+            for target in form_field.targets:
+                top = top_field_ref(target)
+                if top is not None and top.idnum not in listed:
+                    listed.add(top.idnum)
+                    fields.append(ref(top))
+        body = dict_without(acroform, frozenset({"/XFA", "/NeedAppearances", "/Fields", "/DR"}))
+        body += b"/Fields[" + b" ".join(fields) + b"]"
+        body += b"/DR" + self._dr_with_missing_fonts(acroform, form_fields) + b">>"
+        raw = root.raw_get("/AcroForm")
+        if isinstance(raw, IndirectObject):
+            return (raw.idnum, raw.generation, body), flat
+        catalog = dict_without(root, frozenset({"/AcroForm"})) + b"/AcroForm" + body + b">>"
+        return (root_ref.idnum, root_ref.generation, catalog), flat
+
+    def _dr_with_missing_fonts(
+        self, acroform: DictionaryObject, form_fields: list[FormField]
+    ) -> bytes:
+        dr = acroform.get("/DR")
+        dr = dr.get_object() if dr is not None else DictionaryObject()
+        wanted = {DefaultAppearance.parse(f.da).font for f in form_fields}
+        wanted.add(DefaultAppearance.parse(str(acroform.get("/DA", ""))).font)
+        missing = sorted(w for w in wanted if w not in self._dr_fonts)
+        fonts_entry = b"".join(name(n) + b" " + v for n, (v, _) in sorted(self._dr_fonts.items()))
+        fonts_entry += b"".join(name(n) + b" %d 0 R" % self._helvetica for n in missing)
+        rest = dict_without(dr, frozenset({"/Font"}))
+        return rest + b"/Font<<" + fonts_entry + b">>>>"
+
+    # -- flattening ---------------------------------------------------------------------
+
+    def _emit_flatten(self, row: _Row) -> None:
+        """Draw every visible widget into its page and drop the widgets and the form."""
+        pages: dict[int, list[tuple[_WidgetPlan, _FieldPlan]]] = {}
+        for plan in self._plans.values():
+            for wp in plan.widgets:
+                if wp.widget.visible:
+                    pages.setdefault(wp.widget.page, []).append((wp, plan))
+        # Rewritten widgets no longer matter: the pages stop referring to them.
+        row.objects = [o for o in row.objects if o[0] not in self._widget_numbers]
+        for page_index in sorted(pages):
+            self._flatten_page(row, page_index, pages[page_index])
+
+    def _flatten_page(
+        self, row: _Row, page_index: int, widgets: list[tuple[_WidgetPlan, _FieldPlan]]
+    ) -> None:
+        page = self._reader.pages[page_index]
+        page_ref = page.indirect_reference
+        if page_ref is None:
+            return
+        draws, xobjects = [], []
+        for index, (wp, _plan) in enumerate(widgets):
+            placed = self._placement(row, wp)
+            if placed is None:
+                continue
+            xobject, matrix = placed
+            label = b"/FxW%d" % index
+            xobjects.append(label + b" " + xobject)
+            draws.append(b"q %s cm %s Do Q" % (matrix, label))
+        content = b"Q\n" + b"\n".join(draws)
+        push = row.add(b"<</Length 1>>\nstream\nq\nendstream")
+        drawn = row.add(b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content))
+        contents = page.raw_get("/Contents") if "/Contents" in page else None
+        original = b""
+        if isinstance(contents, IndirectObject):
+            target = contents.get_object()
+            original = (
+                b" ".join(serialize(c) for c in target)
+                if isinstance(target, ArrayObject)
+                else serialize(contents)
+            )
+        elif isinstance(contents, ArrayObject):
+            original = b" ".join(serialize(c) for c in contents)
+        resources = page.get("/Resources")
+        resources = resources.get_object() if resources is not None else DictionaryObject()
+        existing = resources.get("/XObject")
+        existing = existing.get_object() if existing is not None else DictionaryObject()
+        xobject_entry = dict_without(existing, frozenset()) + b"".join(xobjects) + b">>"
+        resources_entry = dict_without(resources, frozenset({"/XObject"}))
+        resources_entry += b"/XObject" + xobject_entry + b">>"
+        annots = page.get("/Annots")
+        annots = annots.get_object() if annots is not None else ArrayObject()
+        kept = [
+            serialize(a)
+            for a in annots
+            if not (
+                isinstance(a.get_object(), DictionaryObject)
+                and a.get_object().get("/Subtype") == "/Widget"
+            )
+        ]
+        body = dict_without(page, _DROP_FLATTEN_PAGE)
+        body += b"/Contents[%d 0 R %s %d 0 R]/Resources%s" % (
+            push,
+            original,
+            drawn,
+            resources_entry,
+        )
+        if kept:
+            body += b"/Annots[" + b" ".join(kept) + b"]"
+        row.objects.append((page_ref.idnum, page_ref.generation, body + b">>"))
+
+    def _placement(self, row: _Row, wp: _WidgetPlan) -> tuple[bytes, bytes] | None:
+        """The appearance to draw for a widget and the matrix placing it on the page."""
+        x0, y0, x1, y1 = wp.widget.rect
+        if x1 - x0 <= 0 or y1 - y0 <= 0:
+            return None
+        if wp.number in row.drawn:
+            number, box = row.drawn[wp.number]
+            return b"%d 0 R" % number, _fit_matrix(box.bbox, box.matrix, wp.widget.rect)
+        ap = wp.widget.obj.get("/AP")
+        normal_raw = (
+            ap.get_object().raw_get("/N") if ap is not None and "/N" in ap.get_object() else None
+        )
+        if wp.button_ap:
+            return None if row.states.get(wp.number, "Off") == "Off" else self._generated_button(wp)
+        if normal_raw is None:
+            return None
+        normal = normal_raw.get_object()
+        if not isinstance(normal, StreamObject) and isinstance(normal, DictionaryObject):
+            state = row.states.get(wp.number) or str(wp.widget.obj.get("/AS", "/Off"))[1:]
+            key = "/" + state
+            if key not in normal:
+                return None
+            normal_raw = normal.raw_get(key)
+            normal = normal_raw.get_object()
+        if not isinstance(normal, StreamObject) or not isinstance(normal_raw, IndirectObject):
+            return None
+        bbox = b"[" + b" ".join(serialize(v) for v in normal.get("/BBox", [0, 0, 0, 0])) + b"]"
+        matrix = normal.get("/Matrix")
+        matrix_bytes = (
+            b"/Matrix[" + b" ".join(serialize(v) for v in matrix) + b"]" if matrix else b""
+        )
+        return ref(normal_raw), _fit_matrix(bbox, matrix_bytes, wp.widget.rect)
+
+    def _generated_button(self, wp: _WidgetPlan) -> tuple[bytes, bytes]:
+        on_ref = wp.button_ap.split(b" 0 R")[0].rsplit(b" ", 1)[1]
+        return on_ref + b" 0 R", _fit_matrix(wp.box.bbox, wp.box.matrix, wp.widget.rect)
+
+
+def _printable(text: str) -> str:
+    """``text`` with the line breaks and tabs that layout turns into spaces or new lines."""
+    return text.translate(_CONTROL_TO_SPACE)
+
+
+_CONTROL_TO_SPACE = {9: 32, 10: 32, 13: 32}
+
+
+def _fit_matrix(bbox: bytes, matrix: bytes, rect: tuple[float, float, float, float]) -> bytes:
+    """The ``cm`` that maps a form's (transformed) bounding box onto the widget's rect."""
+    numbers = [float(v) for v in bbox.strip(b"[]").split()] or [0, 0, 0, 0]
+    bx0, by0, bx1, by1 = numbers[:4]
+    a, b, c, d, e, f = 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
+    if matrix:
+        a, b, c, d, e, f = (float(v) for v in matrix.split(b"[")[1].strip(b"]").split()[:6])
+    corners = [(x * a + y * c + e, x * b + y * d + f) for x in (bx0, bx1) for y in (by0, by1)]
+    tx0, ty0 = min(p[0] for p in corners), min(p[1] for p in corners)
+    tx1, ty1 = max(p[0] for p in corners), max(p[1] for p in corners)
+    x0, y0, x1, y1 = rect
+    sx = (x1 - x0) / (tx1 - tx0) if tx1 > tx0 else 1.0
+    sy = (y1 - y0) / (ty1 - ty0) if ty1 > ty0 else 1.0
+    return b"%s 0 0 %s %s %s" % tuple(
+        f"{v:.4f}".rstrip("0").rstrip(".").encode() or b"0"
+        for v in (sx, sy, x0 - tx0 * sx, y0 - ty0 * sy)
+    )
+
+
+def _simple_font(font: object) -> fonts.SimpleFont | None:
+    """Metrics for a ``/DR`` font the engine may draw with, or None when it is unsafe."""
+    if not isinstance(font, DictionaryObject):
+        return None
+    if font.get("/Subtype") not in ("/Type1", "/TrueType"):
+        return None
+    base = str(font.get("/BaseFont", ""))[1:]
+    if "+" in base:
+        return None  # an embedded subset may lack the glyphs a value needs
+    encoding = font.get("/Encoding")
+    encoding = encoding.get_object() if encoding is not None else None
+    if isinstance(encoding, DictionaryObject):
+        if "/Differences" in encoding:
+            return None
+        encoding = encoding.get("/BaseEncoding")
+    if encoding != "/WinAnsiEncoding":
+        return None
+    descriptor = font.get("/FontDescriptor")
+    descriptor = descriptor.get_object() if descriptor is not None else None
+    if isinstance(descriptor, DictionaryObject) and int(descriptor.get("/Flags", 32)) & 4:
+        return None  # symbolic
+    core = fonts.core_font_name(base)
+    widths = font.get("/Widths")
+    widths = widths.get_object() if widths is not None else None
+    if isinstance(widths, ArrayObject) and len(widths):
+        ascent, descent = 0.718, -0.207
+        if core:
+            metrics = fonts.core_font(core)
+            ascent, descent = metrics.ascent, metrics.descent
+        elif isinstance(descriptor, DictionaryObject):
+            ascent = float(descriptor.get("/Ascent", 718)) / 1000 or 0.718
+            descent = float(descriptor.get("/Descent", -207)) / 1000 or -0.207
+        return fonts.simple_font_with_widths(
+            base, int(font.get("/FirstChar", 0)), [float(w) for w in widths], ascent, descent
+        )
+    return fonts.core_font(core) if core else None
+
+
+def _validate(form_field: FormField, value: object) -> None:
+    kind = form_field.kind
+    if form_field.read_only:
+        raise FieldValueError(
+            form_field.name, "the field is read-only; leave it out of the values."
+        )
+    if kind == "checkbox":
+        if not isinstance(value, bool):
+            raise FieldValueError(
+                form_field.name, f"a checkbox takes true or false, not {type(value).__name__}."
+            )
+        return
+    if not isinstance(value, str):
+        raise FieldValueError(
+            form_field.name, f"a {kind} field takes a string, not {type(value).__name__}."
+        )
+    if kind in ("radio", "choice"):
+        if value not in (form_field.options or ()):
+            shown = ", ".join(repr(o) for o in (form_field.options or ())[:12])
+            raise FieldValueError(form_field.name, f"{value!r} is not one of the options: {shown}.")
+        return
+    if form_field.max_length is not None and len(value) > form_field.max_length:
+        raise FieldValueError(
+            form_field.name,
+            f"{len(value)} characters is over the limit of {form_field.max_length}.",
+        )
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file, so no partial file is left."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def inspect(pdf: PdfInput) -> list[Field]:
+    """The fields a user can see in ``pdf``, as schema entries (none for a flat PDF)."""
+    try:
+        return Template(pdf).fields
+    except NoFormError:
+        return []
+
+
+def fill(pdf: PdfInput, values: Mapping[str, object], *, flatten: bool = False) -> bytes:
+    """``pdf`` with ``values`` filled in (see ``Template.fill``)."""
+    return Template(pdf).fill(values, flatten=flatten)

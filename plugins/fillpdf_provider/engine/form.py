@@ -1,0 +1,347 @@
+"""Find a form's fields the way a viewer does: from the widgets on its pages.
+
+``/AcroForm /Fields`` is often stale in real forms (widgets missing from it, or fields left
+in it with no widget), so the walk starts from every page's ``/Annots`` and climbs each
+widget's ``/Parent`` chain for the field's name and inherited attributes. Fields that share
+a fully qualified name are one field, as viewers treat them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pypdf import PdfReader
+from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject
+
+from fillpdf_provider.engine.schema import Field
+
+FF_READ_ONLY = 1 << 0
+FF_REQUIRED = 1 << 1
+FF_MULTILINE = 1 << 12
+FF_PASSWORD = 1 << 13
+FF_RADIO = 1 << 15
+FF_PUSHBUTTON = 1 << 16
+FF_COMBO = 1 << 17
+FF_COMB = 1 << 24
+ANNOT_HIDDEN = 1 << 1
+ANNOT_NOVIEW = 1 << 5
+
+_MAX_DEPTH = 32
+_DATE_SCRIPT = re.compile(r"AFDate_(?:Format|Keystroke)(?:Ex)?\s*\(\s*[\"']([^\"']*)")
+
+
+@dataclass
+class Widget:
+    """One widget annotation: where a field shows on a page."""
+
+    ref: IndirectObject | None
+    obj: DictionaryObject
+    page: int
+    rect: tuple[float, float, float, float]
+    on_state: str | None = None  # buttons: the name of the widget's on appearance
+    opt_index: int | None = None  # buttons with /Opt: the widget's place among the kids
+    visible: bool = True
+
+
+@dataclass
+class Target:
+    """A field dictionary (which holds ``/V``) and its widgets (which hold appearances)."""
+
+    ref: IndirectObject
+    obj: DictionaryObject
+    widgets: list[Widget] = field(default_factory=list)
+
+
+@dataclass
+class FormField:
+    """A terminal field with everything filling it needs."""
+
+    name: str
+    kind: str  # text, date, checkbox, radio, choice, signature
+    flags: int
+    da: str
+    quadding: int
+    max_length: int | None
+    label: str | None
+    targets: list[Target]
+    options: tuple[str, ...] | None = None
+    displays: dict[str, str] = field(default_factory=dict)  # choice export -> shown text
+    states: dict[str, list[str]] = field(default_factory=dict)  # radio option -> on-states
+    is_listbox: bool = False
+    date_format: str | None = None
+
+    @property
+    def widgets(self) -> list[Widget]:
+        return [w for t in self.targets for w in t.widgets]
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.flags & FF_READ_ONLY)
+
+    @property
+    def comb(self) -> bool:
+        return bool(self.kind == "text" and self.flags & FF_COMB and self.max_length)
+
+    @property
+    def multiline(self) -> bool:
+        return bool(self.kind == "text" and self.flags & FF_MULTILINE and not self.comb)
+
+    def schema(self) -> Field:
+        first = next((w for w in self.widgets if w.visible), self.widgets[0])
+        return Field(
+            name=self.name,
+            type=self.kind,  # type: ignore[arg-type]
+            page=first.page,
+            rect=first.rect,
+            label=self.label,
+            confidence=1.0,
+            required=bool(self.flags & FF_REQUIRED),
+            multiline=self.multiline,
+            max_length=self.max_length if self.kind in ("text", "date") else None,
+            options=self.options,
+            read_only=self.read_only,
+            comb=self.comb,
+        )
+
+
+def inherited(obj: DictionaryObject, key: str, default: object = None) -> object:
+    """``obj[key]`` or the nearest ancestor's, as field attributes inherit."""
+    node, depth = obj, 0
+    while node is not None and depth < _MAX_DEPTH:
+        if key in node:
+            return node[key]
+        parent = node.get("/Parent")
+        node = parent.get_object() if parent is not None else None
+        depth += 1
+    return default
+
+
+def qualified_name(obj: DictionaryObject) -> str:
+    parts, node, depth = [], obj, 0
+    while node is not None and depth < _MAX_DEPTH:
+        if "/T" in node:
+            parts.append(str(node["/T"]))
+        parent = node.get("/Parent")
+        node = parent.get_object() if parent is not None else None
+        depth += 1
+    return ".".join(reversed(parts))
+
+
+def _rect(widget: DictionaryObject) -> tuple[float, float, float, float]:
+    try:
+        x0, y0, x1, y1 = (float(v) for v in widget["/Rect"])
+    except (KeyError, TypeError, ValueError):
+        return (0.0, 0.0, 0.0, 0.0)
+    return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+
+
+def _on_state(widget: DictionaryObject) -> str | None:
+    ap = widget.get("/AP")
+    normal = ap.get_object().get("/N") if ap is not None else None
+    normal = normal.get_object() if normal is not None else None
+    if isinstance(normal, DictionaryObject):
+        for key in normal:
+            if key != "/Off":
+                return key[1:]
+    state = widget.get("/AS")
+    if state is not None and state != "/Off":
+        return str(state)[1:]
+    return None
+
+
+def _kind(ft: object, flags: int, obj: DictionaryObject) -> str | None:
+    if ft == "/Tx":
+        return "date" if _date_format(obj) is not None else "text"
+    if ft == "/Btn":
+        if flags & FF_PUSHBUTTON:
+            return None
+        return "radio" if flags & FF_RADIO else "checkbox"
+    if ft == "/Ch":
+        return "choice"
+    if ft == "/Sig":
+        return "signature"
+    return None
+
+
+def _date_format(obj: DictionaryObject) -> str | None:
+    actions = inherited(obj, "/AA")
+    if actions is None:
+        return None
+    actions = actions.get_object()
+    for key in ("/F", "/K"):
+        action = actions.get(key)
+        if action is None:
+            continue
+        script = action.get_object().get("/JS")
+        if script is None:
+            continue
+        script = script.get_object()
+        text = script.get_data().decode("latin-1") if hasattr(script, "get_data") else str(script)
+        match = _DATE_SCRIPT.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _text(value: object) -> str:
+    value = value.get_object() if isinstance(value, IndirectObject) else value
+    return str(value)
+
+
+def _choice_options(obj: DictionaryObject) -> tuple[tuple[str, ...], dict[str, str]]:
+    exports: list[str] = []
+    displays: dict[str, str] = {}
+    opt = inherited(obj, "/Opt")
+    for item in (opt.get_object() if opt is not None else None) or []:
+        item = item.get_object()
+        if isinstance(item, ArrayObject) and len(item) >= 2:
+            export, shown = _text(item[0]), _text(item[1])
+        else:
+            export = shown = _text(item)
+        if export not in displays:
+            exports.append(export)
+            displays[export] = shown
+    return tuple(exports), displays
+
+
+def read_fields(reader: PdfReader) -> list[FormField]:
+    """Every terminal field with a widget on a page, in page and annotation order."""
+    by_name: dict[str, FormField] = {}
+    targets: dict[int, Target] = {}
+    for page_index, page in enumerate(reader.pages):
+        annots = page.get("/Annots")
+        annots = annots.get_object() if annots is not None else None
+        if not isinstance(annots, ArrayObject):
+            continue
+        for entry in annots:
+            widget = entry.get_object() if entry is not None else None
+            if not isinstance(widget, DictionaryObject) or widget.get("/Subtype") != "/Widget":
+                continue
+            ref = entry if isinstance(entry, IndirectObject) else None
+            _add_widget(widget, ref, page_index, by_name, targets)
+    fields = [f for f in by_name.values() if any(w.visible for w in f.widgets)]
+    for form_field in fields:
+        _finish(form_field)
+    return fields
+
+
+def _add_widget(
+    widget: DictionaryObject,
+    ref: IndirectObject | None,
+    page: int,
+    by_name: dict[str, FormField],
+    targets: dict[int, Target],
+) -> None:
+    if "/T" in widget or "/Parent" not in widget:
+        field_obj, field_ref = widget, ref
+    else:
+        field_ref = widget.raw_get("/Parent")
+        field_obj = field_ref.get_object()
+    if field_ref is None or not isinstance(field_obj, DictionaryObject):
+        return
+    name = qualified_name(field_obj)
+    if not name:
+        return
+    flags = int(inherited(field_obj, "/Ff", 0) or 0)
+    kind = _kind(inherited(field_obj, "/FT"), flags, field_obj)
+    if kind is None:
+        return
+    annot_flags = int(widget.get("/F", 0) or 0)
+    entry = Widget(
+        ref=ref,
+        obj=widget,
+        page=page,
+        rect=_rect(widget),
+        visible=not annot_flags & (ANNOT_HIDDEN | ANNOT_NOVIEW),
+    )
+    if kind in ("checkbox", "radio"):
+        entry.on_state = _on_state(widget)
+        kids = field_obj.get("/Kids")
+        if kids is not None and ref is not None and field_obj is not widget:
+            ids = [k.idnum for k in kids.get_object() if isinstance(k, IndirectObject)]
+            entry.opt_index = ids.index(ref.idnum) if ref.idnum in ids else None
+        elif field_obj is widget:
+            entry.opt_index = 0
+    target = targets.get(field_ref.idnum)
+    if target is None:
+        target = targets[field_ref.idnum] = Target(field_ref, field_obj)
+        existing = by_name.get(name)
+        if existing is None:
+            by_name[name] = _new_field(name, kind, flags, field_obj, target)
+        else:
+            existing.targets.append(target)
+    target.widgets.append(entry)
+
+
+def _new_field(
+    name: str, kind: str, flags: int, obj: DictionaryObject, target: Target
+) -> FormField:
+    max_len = inherited(obj, "/MaxLen")
+    label = obj.get("/TU")
+    form_field = FormField(
+        name=name,
+        kind=kind,
+        flags=flags,
+        da=str(inherited(obj, "/DA", "") or ""),
+        quadding=int(inherited(obj, "/Q", 0) or 0),
+        max_length=int(max_len) if max_len is not None and int(max_len) > 0 else None,
+        label=_text(label) if label is not None else None,
+        targets=[target],
+    )
+    if kind == "choice":
+        form_field.options, form_field.displays = _choice_options(obj)
+        form_field.is_listbox = not flags & FF_COMBO
+    if kind == "date":
+        form_field.date_format = _date_format(obj)
+    return form_field
+
+
+def _finish(form_field: FormField) -> None:
+    """Settle what needs every widget seen: button states, options and the real kind."""
+    if form_field.kind not in ("checkbox", "radio"):
+        return
+    for target in form_field.targets:
+        for widget in target.widgets:
+            if widget.on_state is None:
+                widget.on_state = "Yes"
+    opt = inherited(form_field.targets[0].obj, "/Opt")
+    opt = opt.get_object() if opt is not None else None
+    states: dict[str, list[str]] = {}
+    for widget in form_field.widgets:
+        label = widget.on_state or "Yes"
+        if (
+            isinstance(opt, ArrayObject)
+            and widget.opt_index is not None
+            and widget.opt_index < len(opt)
+        ):
+            label = _text(opt[widget.opt_index])
+        if widget.on_state not in states.setdefault(label, []):
+            states[label].append(widget.on_state or "Yes")
+    if form_field.kind == "checkbox" and len({w.on_state for w in form_field.widgets}) > 1:
+        form_field.kind = "radio"
+    if form_field.kind == "radio":
+        form_field.options = tuple(states)
+        form_field.states = states
+
+
+def acroform_of(reader: PdfReader) -> DictionaryObject | None:
+    root = reader.trailer["/Root"].get_object()
+    form = root.get("/AcroForm")
+    form = form.get_object() if form is not None else None
+    return form if isinstance(form, DictionaryObject) else None
+
+
+def top_field_ref(target: Target) -> IndirectObject | None:
+    """The root of a field's ``/Parent`` chain, as ``/AcroForm /Fields`` should list it."""
+    ref, node, depth = target.ref, target.obj, 0
+    while "/Parent" in node and depth < _MAX_DEPTH:
+        parent = node.raw_get("/Parent")
+        if not isinstance(parent, IndirectObject):
+            break
+        ref, node = parent, parent.get_object()
+        depth += 1
+    return ref
+
+
+OFF = NameObject("/Off")

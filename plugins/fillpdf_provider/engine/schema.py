@@ -1,0 +1,67 @@
+"""The schema entry: one field of a form, as the contract defines it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+FieldType = Literal["text", "date", "checkbox", "radio", "choice", "signature"]
+FIELD_TYPES: tuple[str, ...] = ("text", "date", "checkbox", "radio", "choice", "signature")
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field a user can fill, with what a caller needs to map a column to it.
+
+    ``name`` is the key of the fill values: the fully qualified field name on a fillable
+    PDF, a snake_case name derived from the printed label on a converted one.
+    """
+
+    name: str
+    type: FieldType
+    page: int
+    rect: tuple[float, float, float, float]
+    label: str | None = None
+    confidence: float = 1.0
+    required: bool = False
+    multiline: bool = False
+    max_length: int | None = None
+    options: tuple[str, ...] | None = None
+    read_only: bool = False
+    comb: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON schema entry of the contract (plus ``read_only`` and ``comb``)."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "page": self.page,
+            "rect": [round(v, 3) for v in self.rect],
+            "label": self.label,
+            "confidence": self.confidence,
+            "required": self.required,
+            "multiline": self.multiline,
+            "max_length": self.max_length,
+            "options": list(self.options) if self.options is not None else None,
+            "read_only": self.read_only,
+            "comb": self.comb,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Field:
+        """Read a schema entry back, e.g. the ``fields`` of a fill request."""
+        options = data.get("options")
+        return cls(
+            name=str(data["name"]),
+            type=data["type"],
+            page=int(data.get("page", 0)),
+            rect=tuple(float(v) for v in data.get("rect") or (0, 0, 0, 0)),  # type: ignore[arg-type]
+            label=data.get("label"),
+            confidence=float(data.get("confidence", 1.0)),
+            required=bool(data.get("required", False)),
+            multiline=bool(data.get("multiline", False)),
+            max_length=data.get("max_length"),
+            options=tuple(str(o) for o in options) if options is not None else None,
+            read_only=bool(data.get("read_only", False)),
+            comb=bool(data.get("comb", False)),
+        )

@@ -1,0 +1,169 @@
+"""Open a PDF the engine can build on, or say exactly why not.
+
+Most templates are used as they are. Two kinds are first rewritten once with pypdf, so that
+every update appended later sits on a sound base: encrypted files that open with an empty
+password (the rewrite is unencrypted) and files whose cross-reference data had to be
+repaired to be read.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from dataclasses import dataclass
+from typing import IO, Union
+
+from pypdf import PdfReader, PdfWriter
+from pypdf.errors import FileNotDecryptedError, PdfReadError
+from pypdf.generic import DictionaryObject, IndirectObject
+
+from fillpdf_provider.engine.errors import DamagedPdfError, EncryptedPdfError, NotAPdfError
+from fillpdf_provider.engine.incremental import Base, last_startxref, pdf_id, xref_kind_at
+
+PdfInput = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes]]
+
+
+@dataclass
+class OpenedPdf:
+    reader: PdfReader
+    base: Base
+
+
+def read_bytes(pdf: PdfInput) -> bytes:
+    """The bytes of ``pdf``: bytes as they are, a path read, a binary file object read."""
+    if isinstance(pdf, bytes | bytearray | memoryview):
+        return bytes(pdf)
+    if isinstance(pdf, str | os.PathLike):
+        try:
+            with open(pdf, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            raise NotAPdfError(f"No such file: {os.fspath(pdf)!r}.") from None
+        except IsADirectoryError:
+            raise NotAPdfError(f"{os.fspath(pdf)!r} is a folder, not a PDF file.") from None
+    if hasattr(pdf, "read"):
+        data = pdf.read()
+        if isinstance(data, str):
+            raise NotAPdfError("The file object was opened in text mode; open it with 'rb'.")
+        return bytes(data)
+    raise TypeError(f"Expected PDF bytes, a path or a binary file object, not {type(pdf).__name__}")
+
+
+def open_pdf(pdf: PdfInput) -> OpenedPdf:
+    """Parse ``pdf`` and describe the base an incremental update can extend."""
+    data = read_bytes(pdf)
+    if b"%PDF-" not in data[:1024]:
+        raise NotAPdfError("The file is not a PDF: it does not start with '%PDF-'.")
+    reader, repaired = _parse(data)
+    if reader.is_encrypted:
+        reader, data = _decrypt(reader)
+    elif repaired or _xref_needs_rewrite(data):
+        data = _rewrite(reader)
+        reader, _ = _parse(data)
+    return OpenedPdf(reader, _describe(reader, data))
+
+
+class _RepairLog(logging.Handler):
+    """Notices pypdf's warnings that it had to rebuild the cross-reference data."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.repaired = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage().lower()
+        if "xref" in text or "startxref" in text or "rebuild" in text or "invalid" in text:
+            self.repaired = True
+
+
+def _parse(data: bytes) -> tuple[PdfReader, bool]:
+    log = logging.getLogger("pypdf")
+    handler = _RepairLog()
+    log.addHandler(handler)
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if not reader.is_encrypted:
+            _ = reader.trailer["/Root"].get_object()
+            _ = len(reader.pages)
+    except (
+        PdfReadError,
+        KeyError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+    ) as exc:
+        raise DamagedPdfError(
+            f"The PDF could not be read ({exc}); re-save it from a PDF viewer and try again."
+        ) from exc
+    finally:
+        log.removeHandler(handler)
+    return reader, handler.repaired
+
+
+def _decrypt(reader: PdfReader) -> tuple[PdfReader, bytes]:
+    try:
+        if not reader.decrypt(""):
+            raise FileNotDecryptedError("password required")
+        _ = len(reader.pages)
+    except (FileNotDecryptedError, PdfReadError, NotImplementedError) as exc:
+        raise EncryptedPdfError(
+            "The PDF is encrypted with a password; remove the password (for example with "
+            "`qpdf --decrypt`) and try again."
+        ) from exc
+    data = _rewrite(reader)
+    return _parse(data)[0], data
+
+
+def _rewrite(reader: PdfReader) -> bytes:
+    writer = PdfWriter(clone_from=reader)
+    writer._ID = None  # a content-derived /ID is set by the update
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def _xref_needs_rewrite(data: bytes) -> bool:
+    offset = last_startxref(data)
+    return offset is None or xref_kind_at(data, offset) is None
+
+
+def _describe(reader: PdfReader, data: bytes) -> Base:
+    trailer = reader.trailer
+    offset = last_startxref(data)
+    if offset is None:
+        raise DamagedPdfError("The PDF has no 'startxref'; re-save it from a PDF viewer.")
+    root = trailer.raw_get("/Root")
+    info = trailer.raw_get("/Info") if "/Info" in trailer else None
+    ids = trailer.get("/ID")
+    id0 = pdf_id(data)
+    if ids and len(ids) >= 1:
+        first = ids[0].get_object()
+        raw = getattr(first, "original_bytes", None) or bytes(str(first), "latin-1")
+        if raw:
+            id0 = bytes(raw)
+    return Base(
+        data=data,
+        prev_xref=offset,
+        xref_is_stream=xref_kind_at(data, offset) == "stream",
+        size=max(int(trailer.get("/Size", 0)), _highest_object(reader) + 1),
+        root=_ref_bytes(root),
+        info=_ref_bytes(info) if isinstance(info, IndirectObject) else None,
+        id0=id0,
+    )
+
+
+def _highest_object(reader: PdfReader) -> int:
+    numbers = [n for table in reader.xref.values() for n in table]
+    numbers += list(reader.xref_objStm)
+    return max(numbers, default=0)
+
+
+def _ref_bytes(ref: object) -> bytes:
+    if isinstance(ref, IndirectObject):
+        return b"%d %d R" % (ref.idnum, ref.generation)
+    if isinstance(ref, DictionaryObject):
+        raise DamagedPdfError("The PDF's catalog is not an indirect object; re-save the file.")
+    raise DamagedPdfError("The PDF has no catalog (/Root); re-save it from a PDF viewer.")
