@@ -28,8 +28,9 @@ from fillpdf_provider.engine.filler import write_atomic
 def _cmd_inspect(args: argparse.Namespace) -> int:
     fields = inspect(args.form)
     if args.json:
-        json.dump({"fields": [f.to_dict() for f in fields]}, sys.stdout, ensure_ascii=False,
-                  indent=2)
+        json.dump(
+            {"fields": [f.to_dict() for f in fields]}, sys.stdout, ensure_ascii=False, indent=2
+        )
         sys.stdout.write("\n")
         return 0
     if not fields:
@@ -40,7 +41,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     for f in fields:
         details = []
         if f.options:
-            details.append("options: " + ", ".join(f.options[:6]) + (" …" if len(f.options) > 6 else ""))
+            details.append(
+                "options: " + ", ".join(f.options[:6]) + (" …" if len(f.options) > 6 else "")
+            )
         if f.max_length:
             details.append(f"max {f.max_length}" + (" comb" if f.comb else ""))
         if f.multiline:
@@ -99,13 +102,21 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     progress = _Progress(count_rows(args.rows))
     try:
         summary = fill_rows(
-            template, args.rows, args.out_dir, name_template=args.name_template,
-            flatten=args.flatten, on_error=args.on_error, progress=progress)
+            template,
+            args.rows,
+            args.out_dir,
+            name_template=args.name_template,
+            flatten=args.flatten,
+            on_error=args.on_error,
+            progress=progress,
+        )
     finally:
         progress.close()
     if summary.unmapped_columns:
-        print("columns that match no field (ignored): " + ", ".join(summary.unmapped_columns),
-              file=sys.stderr)
+        print(
+            "columns that match no field (ignored): " + ", ".join(summary.unmapped_columns),
+            file=sys.stderr,
+        )
     for error in summary.errors[:5]:
         print(f"row {error['row']}: {error['error']}", file=sys.stderr)
     print(summary.line())
@@ -114,7 +125,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="fillpdf", description="Inspect and fill PDF forms, one at a time or in bulk.")
+        prog="fillpdf", description="Inspect and fill PDF forms, one at a time or in bulk."
+    )
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -134,11 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("form", help="a fillable PDF")
     p.add_argument("rows", help="CSV or Parquet file; columns named like the fields")
     p.add_argument("--out-dir", required=True, help="folder for the PDFs and manifest.parquet")
-    p.add_argument("--name-template", default="{row}.pdf",
-                   help='output file names, e.g. "{row}.pdf" or "{id}-{last_name}.pdf"')
+    p.add_argument(
+        "--name-template",
+        default="{row}.pdf",
+        help='output file names, e.g. "{row}.pdf" or "{id}-{last_name}.pdf"',
+    )
     p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
-    p.add_argument("--on-error", choices=("skip", "fail"), default="skip",
-                   help="skip: record a bad row and go on (default); fail: stop at it")
+    p.add_argument(
+        "--on-error",
+        choices=("skip", "fail"),
+        default="skip",
+        help="skip: record a bad row and go on (default); fail: stop at it",
+    )
     p.set_defaults(run=_cmd_batch)
     return parser
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from pypdf.generic import ArrayObject, DictionaryObject
 
 AUTO_MAX_SIZE = 12.0
-MIN_SIZE = 4.0
+MIN_SIZE = 1.0  # text shrinks this far to stay inside its box: small beats clipped
 LEADING = 1.15
 HIGHLIGHT = b"0.6 0.75 0.86 rg"
 
@@ -39,6 +39,7 @@ class Box:
     matrix: bytes
     frame: bytes  # background and border operators
     border: float
+    clip: bytes = b""  # the clip path inside the border
 
     @property
     def padding(self) -> float:
@@ -124,7 +125,13 @@ def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]
                 _number(height - border),
             )
     bbox = b"[0 0 %s %s]" % (_number(width), _number(height))
-    return Box(width, height, bbox, matrix, frame, border)
+    clip = b"%s %s %s %s re W n\n" % (
+        _number(border),
+        _number(border),
+        _number(width - 2 * border),
+        _number(height - 2 * border),
+    )
+    return Box(width, height, bbox, matrix, frame, border, clip)
 
 
 def escape(codes: bytes) -> bytes:
@@ -154,17 +161,7 @@ def _fit_single(box: Box, font: Font, size: float, width_at_1: float) -> float:
     room_w = box.width - 2 * box.padding
     if width_at_1 > 0 and width_at_1 * size > room_w:
         size = room_w / width_at_1
-    return max(size, min(MIN_SIZE, by_height), 1.0)
-
-
-def _clip(box: Box) -> bytes:
-    inset = box.border
-    return b"%s %s %s %s re W n\n" % (
-        _number(inset),
-        _number(inset),
-        _number(box.width - 2 * inset),
-        _number(box.height - 2 * inset),
-    )
+    return max(size, MIN_SIZE)
 
 
 def _wrap(text: str, font: Font, size: float, room: float) -> list[str]:
@@ -216,7 +213,7 @@ def text_stream(
 ) -> bytes:
     """Content of a text field's appearance showing ``text``."""
     font, da = style.font, style.da
-    body = [b"/Tx BMC\nq\n", box.frame, _clip(box), b"BT\n"]
+    body = [b"/Tx BMC\nq\n", box.frame, box.clip, b"BT\n"]
     if comb:
         body += _comb(box, style, text, comb)
     elif multiline:
@@ -276,7 +273,7 @@ def _multiline(box: Box, style: TextStyle, text: str) -> list[bytes]:
         lines = _wrap(text, font, size, room_w)
         if len(lines) * size * LEADING <= room_h + size * 0.3 or size <= MIN_SIZE:
             break
-        size = max(MIN_SIZE, size - 0.5)
+        size = max(MIN_SIZE, size - (0.5 if size > 4 else 0.25))
     leading = size * LEADING
     y = box.height - box.padding - size * font.ascent
     out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), da.color)]
@@ -303,7 +300,7 @@ def listbox_stream(
     visible = max(1, int((box.height - 2 * box.border) // leading))
     if not top <= selected < top + visible:
         top = max(0, selected - visible + 1)
-    body = [b"/Tx BMC\nq\n", box.frame, _clip(box)]
+    body = [b"/Tx BMC\nq\n", box.frame, box.clip]
     y_top = box.height - box.border
     row = selected - top
     body.append(

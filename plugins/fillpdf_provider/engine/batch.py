@@ -24,15 +24,17 @@ from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template, write_atomic
 
 MANIFEST_NAME = "manifest.parquet"
-MANIFEST_SCHEMA = pa.schema([
-    ("row", pa.int64()),
-    ("path", pa.string()),
-    ("sha256", pa.string()),
-    ("pages", pa.int32()),
-    ("bytes", pa.int64()),
-    ("status", pa.string()),
-    ("error", pa.string()),
-])
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("row", pa.int64()),
+        ("path", pa.string()),
+        ("sha256", pa.string()),
+        ("pages", pa.int32()),
+        ("bytes", pa.int64()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+    ]
+)
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
 
 
@@ -62,10 +64,15 @@ class BatchSummary:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "rows": self.rows, "ok": self.ok, "failed": self.failed,
-            "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows_per_second, 1),
-            "out_dir": self.out_dir, "manifest": self.manifest,
-            "unmapped_columns": self.unmapped_columns, "unfilled_fields": self.unfilled_fields,
+            "rows": self.rows,
+            "ok": self.ok,
+            "failed": self.failed,
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "out_dir": self.out_dir,
+            "manifest": self.manifest,
+            "unmapped_columns": self.unmapped_columns,
+            "unfilled_fields": self.unfilled_fields,
             "errors": self.errors,
         }
 
@@ -99,7 +106,8 @@ def read_batches(path: str | os.PathLike[str], batch_rows: int = 2048) -> Iterat
         read_options=pacsv.ReadOptions(block_size=1 << 20, encoding="utf8"),
         parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
         convert_options=pacsv.ConvertOptions(
-            column_types=_all_text(header, delimiter), strings_can_be_null=False),
+            column_types=_all_text(header, delimiter), strings_can_be_null=False
+        ),
     )
     for batch in reader:
         yield from _split(batch, batch_rows)
@@ -145,7 +153,9 @@ class OutputNames:
 
     def name(self, row: int, cells: Mapping[str, object]) -> str:
         try:
-            raw = self.pattern.format(row=row, **{k: "" if v is None else v for k, v in cells.items()})
+            raw = self.pattern.format(
+                row=row, **{k: "" if v is None else v for k, v in cells.items()}
+            )
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(
                 f"The name template {self.pattern!r} names {exc}, which is not a column; "
@@ -195,13 +205,15 @@ def fill_rows(
             if pairs is None:
                 names.check(batch.schema.names)
                 pairs, summary.unmapped_columns, summary.unfilled_fields = map_columns(
-                    batch.schema.names, list(fields.values()), mapping)
+                    batch.schema.names, list(fields.values()), mapping
+                )
             columns = {c: batch.column(c).to_pylist() for c in batch.schema.names}
             for i in range(batch.num_rows):
                 row_number += 1
                 cells = {c: values[i] for c, values in columns.items()}
-                record = _fill_one(template, fields, date_formats, pairs, cells, row_number,
-                                   names, out, flatten)
+                record = _fill_one(
+                    template, fields, date_formats, pairs, cells, row_number, names, out, flatten
+                )
                 manifest.add(record)
                 summary.rows += 1
                 if record["status"] == "ok":
@@ -231,13 +243,23 @@ def _fill_one(
     out: Path,
     flatten: bool,
 ) -> dict[str, object]:
-    record: dict[str, object] = {"row": row, "path": None, "sha256": None, "pages": None,
-                                 "bytes": None, "status": "error", "error": None}
+    record: dict[str, object] = {
+        "row": row,
+        "path": None,
+        "sha256": None,
+        "pages": None,
+        "bytes": None,
+        "status": "error",
+        "error": None,
+    }
     try:
         values = {}
         for column, field_name in pairs.items():
-            value = coerce_value(fields[field_name], cells.get(column),  # type: ignore[arg-type]
-                                 date_formats.get(field_name))
+            value = coerce_value(
+                fields[field_name],
+                cells.get(column),  # type: ignore[arg-type]
+                date_formats.get(field_name),
+            )
             if value is not None:
                 values[field_name] = value
         data = template.fill(values, flatten=flatten)
@@ -247,8 +269,13 @@ def _fill_one(
         record["error"] = str(exc)
         record["exception"] = exc
         return record
-    record.update(path=file_name, sha256=hashlib.sha256(data).hexdigest(),
-                  pages=template.page_count, bytes=len(data), status="ok")
+    record.update(
+        path=file_name,
+        sha256=hashlib.sha256(data).hexdigest(),
+        pages=template.page_count,
+        bytes=len(data),
+        status="ok",
+    )
     return record
 
 

@@ -41,7 +41,8 @@ def to_bool(cell: object, field_name: str) -> bool:
     if word in FALSE_WORDS:
         return False
     raise FieldValueError(
-        field_name, f"{cell!r} is not a checkbox value; use true/false, yes/no, 1/0, x or empty.")
+        field_name, f"{cell!r} is not a checkbox value; use true/false, yes/no, 1/0, x or empty."
+    )
 
 
 def to_text(cell: object, date_format: str | None = None) -> str:
@@ -64,11 +65,16 @@ def format_date(value: dt.date, af_format: str | None) -> str:
     if not af_format:
         return day.isoformat()
     parts = {
-        "yyyy": f"{day.year:04d}", "yy": f"{day.year % 100:02d}",
-        "mmmm": day.strftime("%B"), "mmm": day.strftime("%b"),
-        "mm": f"{day.month:02d}", "m": str(day.month),
-        "dddd": day.strftime("%A"), "ddd": day.strftime("%a"),
-        "dd": f"{day.day:02d}", "d": str(day.day),
+        "yyyy": f"{day.year:04d}",
+        "yy": f"{day.year % 100:02d}",
+        "mmmm": day.strftime("%B"),
+        "mmm": day.strftime("%b"),
+        "mm": f"{day.month:02d}",
+        "m": str(day.month),
+        "dddd": day.strftime("%A"),
+        "ddd": day.strftime("%a"),
+        "dd": f"{day.day:02d}",
+        "d": str(day.day),
     }
     return _AF_TOKEN.sub(lambda m: parts[m.group(0)], af_format)
 
@@ -122,7 +128,9 @@ def map_columns(
         if field_name not in names:
             raise FieldValueError(field_name, "the mapping names a field the form does not have.")
         if column not in columns:
-            raise FieldValueError(field_name, f"the mapping names a column {column!r} the rows lack.")
+            raise FieldValueError(
+                field_name, f"the mapping names a column {column!r} the rows lack."
+            )
         pairs[column] = field_name
     taken = set(pairs.values())
     by_normal: dict[str, list[str]] = {}

@@ -35,6 +35,7 @@ from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, open_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
+_Unicode = tuple[fonts.UnicodeSubset, int] | None  # a row's Noto Sans subset and its object
 _HELVETICA = b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica/Encoding/WinAnsiEncoding>>"
 _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
 _DROP_BUTTON = frozenset({"/V", "/AS"})
@@ -89,20 +90,20 @@ class Template:
         opened = open_pdf(pdf)
         self._reader, self._base = opened.reader, opened.base
         form_fields = read_fields(self._reader)
-        if not form_fields:
+        if not any(f.visible for f in form_fields):
             raise NoFormError(
                 "The PDF has no fillable fields; convert it first (`fillpdf convert`)."
             )
         self._by_name = {f.name: f for f in form_fields}
-        self.fields: list[Field] = [f.schema() for f in form_fields]
+        # Hidden fields can be filled by name but are not offered: no one sees them.
+        self.fields: list[Field] = [f.schema() for f in form_fields if f.visible]
         self._next = self._base.size
         self._helvetica = self._allocate()
         self._constant: list[tuple[int, int, bytes]] = [(self._helvetica, 0, _HELVETICA)]
         self._dr_fonts = self._resource_fonts()
         self._plans = {f.name: self._plan(f) for f in form_fields}
         self._widget_numbers = {wp.number for p in self._plans.values() for wp in p.widgets}
-        self._catalog, self._flat_catalog = self._rewrite_form_root(form_fields)
-        self._unicode: fonts.UnicodeFont | None = None
+        self._root_objects, self._flat_root_objects = self._rewrite_form_root(form_fields)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Template:
@@ -123,18 +124,19 @@ class Template:
         """The template with ``values`` set; with ``flatten``, drawn into the pages."""
         chosen = self._check(values)
         row = _Row(list(self._constant), self._next)
-        texts = [(p, v) for p, v in chosen if p.field.kind in _TEXT_KINDS]
-        unicode_ref = self._unicode_font(row, texts)
+        unicode = self._unicode_font(
+            row, [(p, v) for p, v in chosen if p.field.kind in _TEXT_KINDS]
+        )
         for plan, value in chosen:
             if plan.field.kind in _TEXT_KINDS:
-                self._emit_text(row, plan, value, unicode_ref)  # type: ignore[arg-type]
+                self._emit_text(row, plan, value, unicode)  # type: ignore[arg-type]
             else:
                 self._emit_button(row, plan, value)
         if flatten:
             self._emit_flatten(row)
-            row.objects.append(self._flat_catalog)
-        elif self._catalog is not None:
-            row.objects.append(self._catalog)
+            row.objects.extend(self._flat_root_objects)
+        else:
+            row.objects.extend(self._root_objects)
         return append_update(self._base, row.objects)
 
     def write(
@@ -160,7 +162,7 @@ class Template:
             chosen.append((plan, value))
         return chosen
 
-    def _emit_text(self, row: _Row, plan: _FieldPlan, value: str, unicode_ref: int) -> None:
+    def _emit_text(self, row: _Row, plan: _FieldPlan, value: str, unicode: _Unicode) -> None:
         form_field = plan.field
         shown = form_field.displays.get(value, value) if form_field.kind == "choice" else value
         set_v = form_field.kind != "signature"
@@ -168,7 +170,7 @@ class Template:
         if form_field.is_listbox and value in (form_field.options or ()):
             v_entry += b"/I[%d]" % form_field.options.index(value)  # type: ignore[union-attr]
         for wp in plan.widgets:
-            style = self._style_for(wp, plan, shown, unicode_ref)
+            style = self._style_for(wp, plan, shown, unicode)
             if form_field.is_listbox:
                 selected = (
                     (form_field.options or ()).index(value)
@@ -185,7 +187,7 @@ class Template:
                     multiline=form_field.multiline,
                     comb=form_field.max_length if form_field.comb else None,
                 )
-            resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode_ref))
+            resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode))
             ap = row.add(form_xobject(wp.box, content, resources))
             row.drawn[wp.number] = (ap, wp.box)
             extra = v_entry if wp.merged else b""
@@ -222,8 +224,9 @@ class Template:
     # -- fonts --------------------------------------------------------------------------
 
     def _style_for(
-        self, wp: _WidgetPlan, plan: _FieldPlan, text: str, unicode_ref: int
+        self, wp: _WidgetPlan, plan: _FieldPlan, text: str, unicode: _Unicode
     ) -> TextStyle:
+        """The form's font if it can show ``text``, else Helvetica, else the row's Noto Sans."""
         quadding = plan.field.quadding
         sample = _printable(text if not plan.field.is_listbox else "".join(plan.items))
         if wp.style is not None and wp.style.font.encode(sample) is not None:
@@ -231,54 +234,75 @@ class Template:
         helvetica = fonts.core_font("Helvetica")
         if helvetica.encode(sample) is not None:
             return TextStyle(b"Helv", helvetica, False, plan.da, quadding)
-        return TextStyle(b"NotoSans", self._unicode_font_object(), True, plan.da, quadding)
+        if unicode is not None and unicode[0].encode(sample) is not None:
+            return TextStyle(b"NotoSans", unicode[0], True, plan.da, quadding)
+        return self._cid_style(plan.da, sample, quadding) or TextStyle(
+            b"Helv", helvetica, False, plan.da, quadding
+        )
 
-    def _font_value(self, style: TextStyle, unicode_ref: int) -> bytes:
-        if style.font_name == b"NotoSans" and style.two_byte:
-            return b"%d 0 R" % unicode_ref
+    def _font_value(self, style: TextStyle, unicode: _Unicode) -> bytes:
+        if unicode is not None and style.font is unicode[0]:
+            return b"%d 0 R" % unicode[1]
         if style.font_name == b"Helv" and style.font is fonts.core_font("Helvetica"):
             return b"%d 0 R" % self._helvetica
         return self._dr_fonts[style.font_name.decode("latin-1")][0]
 
-    def _unicode_font_object(self) -> fonts.UnicodeFont:
-        if self._unicode is None:
-            self._unicode = fonts.UnicodeFont()
-        return self._unicode
-
-    def _unicode_font(self, row: _Row, texts: list[tuple[_FieldPlan, object]]) -> int:
-        """Embed one Noto Sans subset for every value WinAnsi cannot show; 0 if none."""
+    def _unicode_font(self, row: _Row, texts: list[tuple[_FieldPlan, object]]) -> _Unicode:
+        """Embed one Noto Sans subset for all values WinAnsi cannot show; None if none."""
         helvetica = fonts.core_font("Helvetica")
-        needed = []
+        chars: set[str] = set()
         for plan, value in texts:
             text = str(value)
             if plan.field.kind == "choice":
-                text = plan.field.displays.get(text, text)
-                if plan.field.is_listbox:
-                    text = "".join(plan.items)
-            if helvetica.encode(_printable(text)) is None:
-                needed.append(text)
-        if not needed:
-            return 0
-        font = self._unicode_font_object()
+                text = (
+                    "".join(plan.items)
+                    if plan.field.is_listbox
+                    else plan.field.displays.get(text, text)
+                )
+            text = _printable(text)
+            if helvetica.encode(text) is None:
+                missing = fonts.unicode_missing(text)
+                if missing and self._cid_style(plan.da, text, 0) is not None:
+                    continue  # the form's own CJK font shows it
+                if missing:
+                    raise FieldValueError(
+                        plan.field.name,
+                        f"the characters {missing!r} are outside the scripts the engine can "
+                        "draw (Latin, Greek, Cyrillic, and CJK where the form has a Unicode "
+                        "CJK font); transliterate them or leave them out.",
+                    )
+                chars.update(text)
+        if not chars:
+            return None
+        subset = fonts.unicode_subset(frozenset(chars))
         refs = fonts.FontRefs.starting_at(row.next_number)
         row.next_number += 5
-        used = font.used_glyphs("".join(needed))
-        row.objects.extend((n, 0, body) for n, body in font.pdf_objects(used, refs))
-        return refs.font
+        row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
+        return subset, refs.font
 
-    def _resource_fonts(self) -> dict[str, tuple[bytes, fonts.SimpleFont | None]]:
+    def _resource_fonts(self) -> dict[str, tuple[bytes, fonts.SimpleFont | fonts.CidFont | None]]:
         """The AcroForm's ``/DR`` fonts: how to refer to each, and its metrics if usable."""
         acroform = acroform_of(self._reader)
         dr = acroform.get("/DR") if acroform is not None else None
         dr = dr.get_object() if dr is not None else None
         font_dict = dr.get("/Font") if isinstance(dr, DictionaryObject) else None
         font_dict = font_dict.get_object() if font_dict is not None else None
-        result: dict[str, tuple[bytes, fonts.SimpleFont | None]] = {}
+        result: dict[str, tuple[bytes, fonts.SimpleFont | fonts.CidFont | None]] = {}
         if isinstance(font_dict, DictionaryObject):
             for key in font_dict:
                 raw = font_dict.raw_get(key)
-                result[key[1:]] = (serialize(raw), _simple_font(raw.get_object()))
+                obj = raw.get_object()
+                result[key[1:]] = (serialize(raw), _simple_font(obj) or fonts.cid_font(obj))
         return result
+
+    def _cid_style(self, da: DefaultAppearance, text: str, quadding: int) -> TextStyle | None:
+        """The form's own Unicode CID font (CJK, usually) that can show ``text``, if any."""
+        names = [da.font, *sorted(self._dr_fonts)]
+        for font_name in names:
+            entry = self._dr_fonts.get(font_name)
+            if entry and isinstance(entry[1], fonts.CidFont) and entry[1].encode(text):
+                return TextStyle(font_name.encode("latin-1"), entry[1], True, da, quadding)
+        return None
 
     # -- compiling ----------------------------------------------------------------------
 
@@ -319,7 +343,7 @@ class Template:
 
     def _da_style(self, da: DefaultAppearance, quadding: int) -> TextStyle | None:
         entry = self._dr_fonts.get(da.font)
-        if entry is None or entry[1] is None:
+        if entry is None or not isinstance(entry[1], fonts.SimpleFont):
             return None
         return TextStyle(da.font.encode("latin-1"), entry[1], False, da, quadding)
 
@@ -343,24 +367,22 @@ class Template:
 
     def _rewrite_form_root(
         self, form_fields: list[FormField]
-    ) -> tuple[tuple[int, int, bytes] | None, tuple[int, int, bytes]]:
-        """The AcroForm as every output carries it, and the catalog of a flattened output.
+    ) -> tuple[list[tuple[int, int, bytes]], list[tuple[int, int, bytes]]]:
+        """The objects every output rewrites at its root: for a filled and a flattened form.
 
         The AcroForm loses ``/XFA`` (Acrobat would show the XFA data instead of ours) and
-        ``/NeedAppearances`` (ours are complete); fields found on pages but missing from
-        ``/Fields`` are added, and fonts named by ``/DA`` but missing from ``/DR`` are given.
+        ``/NeedAppearances`` (ours are complete), and the catalog ``/NeedsRendering``; fields
+        found on pages but missing from ``/Fields`` are added, and fonts named by ``/DA`` but
+        missing from ``/DR`` are given. A flattened output's catalog has no AcroForm at all.
         """
         reader = self._reader
         root_ref = reader.trailer.raw_get("/Root")
         root = root_ref.get_object()
-        flat = (
-            root_ref.idnum,
-            root_ref.generation,
-            dict_without(root, frozenset({"/AcroForm"})) + b">>",
-        )
+        catalog = dict_without(root, frozenset({"/AcroForm", "/NeedsRendering"}))
+        flat = [(root_ref.idnum, root_ref.generation, catalog + b">>")]
         acroform = acroform_of(reader)
         if acroform is None:
-            return None, flat
+            return [], flat
         listed = {
             r.idnum
             for r in acroform.get("/Fields", ArrayObject()) or []
@@ -378,9 +400,17 @@ class Template:
         body += b"/DR" + self._dr_with_missing_fonts(acroform, form_fields) + b">>"
         raw = root.raw_get("/AcroForm")
         if isinstance(raw, IndirectObject):
-            return (raw.idnum, raw.generation, body), flat
-        catalog = dict_without(root, frozenset({"/AcroForm"})) + b"/AcroForm" + body + b">>"
-        return (root_ref.idnum, root_ref.generation, catalog), flat
+            filled = [(raw.idnum, raw.generation, body)]
+            if "/NeedsRendering" in root:
+                filled.append(
+                    (
+                        root_ref.idnum,
+                        root_ref.generation,
+                        catalog + b"/AcroForm " + ref(raw) + b">>",
+                    )
+                )
+            return filled, flat
+        return [(root_ref.idnum, root_ref.generation, catalog + b"/AcroForm" + body + b">>")], flat
 
     def _dr_with_missing_fonts(
         self, acroform: DictionaryObject, form_fields: list[FormField]
@@ -572,10 +602,6 @@ def _simple_font(font: object) -> fonts.SimpleFont | None:
 
 def _validate(form_field: FormField, value: object) -> None:
     kind = form_field.kind
-    if form_field.read_only:
-        raise FieldValueError(
-            form_field.name, "the field is read-only; leave it out of the values."
-        )
     if kind == "checkbox":
         if not isinstance(value, bool):
             raise FieldValueError(

@@ -22,7 +22,7 @@ import json
 import struct
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -55,6 +55,7 @@ class SimpleFont:
     ascent: float  # per 1 pt
     descent: float  # per 1 pt, negative
     encoding: str  # Python codec turning text into the font's codes
+    _drawable: bytes = field(init=False, repr=False, compare=False)
 
     def encode(self, text: str) -> bytes | None:
         """The codes for ``text``, or None where the font cannot show a character."""
@@ -62,14 +63,17 @@ class SimpleFont:
             data = text.encode(self.encoding)
         except UnicodeEncodeError:
             return None
-        if any(self.widths[b] == 0 for b in data):
-            return None
+        if data.translate(None, self._drawable):
+            return None  # a code the font has no glyph (no width) for
         return data
 
     def width(self, codes: bytes) -> float:
         """Width of ``codes`` at 1 pt."""
-        widths = self.widths
-        return sum(widths[b] for b in codes)
+        return sum(map(self.widths.__getitem__, codes))
+
+    def __post_init__(self) -> None:
+        drawable = bytes(code for code, width in enumerate(self.widths) if width > 0)
+        object.__setattr__(self, "_drawable", drawable)
 
 
 @cache
@@ -138,6 +142,89 @@ def simple_font_with_widths(
     return SimpleFont(base_font, tuple(table), ascent, descent, "cp1252")
 
 
+# --- a form's own CID fonts -------------------------------------------------------------
+
+#: Predefined CMaps that take Unicode directly: UCS-2 (BMP only) or UTF-16, big-endian.
+_UNICODE_CMAPS = frozenset(
+    f"Uni{collection}-{form}-H"
+    for collection in ("JIS", "GB", "CNS", "KS")
+    for form in ("UCS2", "UTF16")
+)
+
+
+@dataclass(frozen=True)
+class CidFont:
+    """A form's own CJK font addressed through a Unicode CMap (``/UniJIS-UCS2-H`` ...).
+
+    Such fonts are usually not embedded: the viewer supplies the glyphs. Widths come from
+    the descendant font's ``/W`` through the predefined CMap that pdfminer ships.
+    """
+
+    base_font: str
+    cmap_name: str
+    widths: dict[int, float]  # CID -> width per 1 pt
+    default_width: float
+    ascent: float = 0.88
+    descent: float = -0.12
+
+    def encode(self, text: str) -> bytes | None:
+        if self.cmap_name.endswith("UCS2-H") and any(ord(c) > 0xFFFF for c in text):
+            return None
+        return text.encode("utf-16-be")
+
+    def width(self, codes: bytes) -> float:
+        widths, default = self.widths, self.default_width
+        return sum(
+            widths.get(cid, default) for cid in _predefined_cmap(self.cmap_name).decode(codes)
+        )
+
+
+@cache
+def _predefined_cmap(name: str):
+    from pdfminer.cmapdb import CMapDB
+
+    return CMapDB.get_cmap(name)
+
+
+def cid_font(font: object) -> CidFont | None:
+    """A usable ``CidFont`` for a ``/Type0`` font dictionary, if it takes Unicode."""
+    get = getattr(font, "get", None)
+    if get is None or get("/Subtype") != "/Type0":
+        return None
+    encoding = str(get("/Encoding", ""))[1:]
+    if encoding not in _UNICODE_CMAPS:
+        return None
+    widths: dict[int, float] = {}
+    default = 1.0
+    descendants = get("/DescendantFonts")
+    descendants = descendants.get_object() if descendants is not None else None
+    if descendants:
+        descendant = descendants[0].get_object()
+        default = float(descendant.get("/DW", 1000)) / 1000
+        widths = _cid_widths(descendant.get("/W"))
+    return CidFont(str(get("/BaseFont", ""))[1:], encoding, widths, default)
+
+
+def _cid_widths(array: object) -> dict[int, float]:
+    """A ``/W`` array (``c [w1 w2 ...]`` and ``c_first c_last w`` runs) as CID -> width."""
+    items = list(array.get_object()) if array is not None else []
+    widths: dict[int, float] = {}
+    i = 0
+    while i + 1 < len(items):
+        first, nxt = int(items[i]), items[i + 1].get_object()
+        if isinstance(nxt, list):
+            for offset, width in enumerate(nxt):
+                widths[first + offset] = float(width) / 1000
+            i += 2
+        elif i + 2 < len(items):
+            for cid in range(first, int(nxt) + 1):
+                widths[cid] = float(items[i + 2]) / 1000
+            i += 3
+        else:
+            break
+    return widths
+
+
 # --- Noto Sans -------------------------------------------------------------------------
 
 
@@ -149,6 +236,7 @@ class _Glyphs:
     glyph_data: tuple[bytes, ...]
     cmap: dict[int, int]
     advances: tuple[int, ...]
+    bearings: tuple[int, ...]
     units_per_em: int
     ascent: float
     descent: float
@@ -177,7 +265,8 @@ def _noto() -> _Glyphs:
     options.hinting = False
     options.notdef_outline = True
     options.layout_features = []
-    options.name_IDs = ["*"]
+    options.name_IDs = [1, 2, 3, 4, 5, 6]
+    options.glyph_names = False
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=[u for lo, hi, _ in COVERED_BLOCKS for u in range(lo, hi + 1)])
     subsetter.subset(font)
@@ -192,14 +281,16 @@ def _noto() -> _Glyphs:
     order = font.getGlyphOrder()
     gid = {name: i for i, name in enumerate(order)}
     cmap = {u: gid[name] for u, name in font.getBestCmap().items()}
-    advances = tuple(font["hmtx"][name][0] for name in order)
+    metrics = [font["hmtx"][name] for name in order]
     head, os2 = font["head"], font["OS/2"]
     upm = head.unitsPerEm
+    kept = ("head", "hhea", "maxp", "OS/2", "name", "post")
     return _Glyphs(
-        tables=raw,
+        tables={tag: raw[tag] for tag in kept if tag in raw},
         glyph_data=glyph_data,
         cmap=cmap,
-        advances=advances,
+        advances=tuple(m[0] for m in metrics),
+        bearings=tuple(m[1] for m in metrics),
         units_per_em=upm,
         ascent=font["hhea"].ascent / upm,
         descent=font["hhea"].descent / upm,
@@ -208,44 +299,78 @@ def _noto() -> _Glyphs:
     )
 
 
-class UnicodeFont:
-    """Noto Sans as a CID font: text becomes two-byte glyph ids."""
+def unicode_missing(text: str) -> str:
+    """The characters of ``text`` that the embedded font cannot show (empty if none)."""
+    cmap = _noto().cmap
+    return "".join(sorted({c for c in text if ord(c) not in cmap and c not in "\n\r\t"}))
 
-    def __init__(self) -> None:
-        self._g = _noto()
-        self.ascent = self._g.ascent
-        self.descent = self._g.descent
 
-    def covers(self, text: str) -> bool:
-        cmap = self._g.cmap
-        return all(ord(c) in cmap or c in "\n\r\t" for c in text)
+@cache
+def _subset_cache() -> dict[frozenset[str], UnicodeSubset]:
+    return {}
 
-    def encode(self, text: str) -> bytes:
-        """Glyph ids of ``text`` (characters the font lacks become .notdef)."""
-        cmap = self._g.cmap
-        return b"".join(cmap.get(ord(c), 0).to_bytes(2, "big") for c in text)
+
+def unicode_subset(chars: frozenset[str]) -> UnicodeSubset:
+    """The Noto Sans subset showing ``chars``, built once per distinct set of characters."""
+    cache_ = _subset_cache()
+    subset_ = cache_.get(chars)
+    if subset_ is None:
+        if len(cache_) >= 512:
+            cache_.clear()
+        subset_ = cache_[chars] = UnicodeSubset(chars)
+    return subset_
+
+
+class UnicodeSubset:
+    """Noto Sans cut down to the glyphs one output draws, numbered 1..n in a CID font.
+
+    Appearance streams show text as two-byte glyph ids of this subset; ToUnicode maps them
+    back to characters so the text stays searchable and copyable.
+    """
+
+    _program: tuple[int, bytes] | None
+
+    def __init__(self, chars: frozenset[str]) -> None:
+        g = _noto()
+        self.ascent, self.descent = g.ascent, g.descent
+        wanted = {g.cmap[ord(c)] for c in chars if ord(c) in g.cmap}
+        old = sorted(_with_components(g.glyph_data, wanted | {0}))
+        self._new = {gid: i for i, gid in enumerate(old)}
+        self._old = old
+        self._code = {
+            c: self._new[g.cmap[ord(c)]].to_bytes(2, "big") for c in chars if ord(c) in g.cmap
+        }
+        scale = 1 / g.units_per_em
+        self._width = {
+            code: g.advances[old[int.from_bytes(code, "big")]] * scale
+            for code in self._code.values()
+        }
+        self._chars = {int.from_bytes(code, "big"): c for c, code in sorted(self._code.items())}
+        self._program = None
+
+    def encode(self, text: str) -> bytes | None:
+        code = self._code
+        try:
+            return b"".join(code[c] for c in text)
+        except KeyError:
+            return None
 
     def width(self, codes: bytes) -> float:
-        advances, upm = self._g.advances, self._g.units_per_em
-        return (
-            sum(advances[int.from_bytes(codes[i : i + 2], "big")] for i in range(0, len(codes), 2))
-            / upm
-        )
+        widths = self._width
+        return sum(widths[codes[i : i + 2]] for i in range(0, len(codes), 2))
 
-    def used_glyphs(self, text: str) -> dict[int, str]:
-        cmap = self._g.cmap
-        return {cmap[ord(c)]: c for c in text if ord(c) in cmap}
-
-    def pdf_objects(self, used: dict[int, str], ref: FontRefs) -> list[tuple[int, bytes]]:
-        """The objects that embed the subset holding ``used`` glyphs (gid -> character)."""
-        g = self._g
-        gids = _with_components(g.glyph_data, set(used) | {0})
-        program = _subset_program(g, gids)
-        tag = _subset_tag(sorted(used))
-        base = f"{tag}+NotoSans".encode()
+    def pdf_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
+        """The five objects that embed this subset, numbered from ``ref``."""
+        g = _noto()
+        if self._program is None:
+            raw = _subset_program(g, self._old, self._new)
+            self._program = (len(raw), zlib.compress(raw, 6))
+        program = self._program
+        base = f"{_subset_tag(self._old)}+NotoSans".encode()
         scale = 1000 / g.units_per_em
         widths = b" ".join(
-            b"%d[%d]" % (gid, round(g.advances[gid] * scale)) for gid in sorted(used)
+            b"%d[%d]" % (new, round(g.advances[self._old[new]] * scale))
+            for new in sorted(self._chars)
         )
         x0, y0, x1, y1 = (round(v * scale) for v in g.bbox)
         descriptor = (
@@ -272,13 +397,12 @@ class UnicodeFont:
             b"<</Type/Font/Subtype/Type0/BaseFont/%s/Encoding/Identity-H/DescendantFonts[%d 0 R]"
             b"/ToUnicode %d 0 R>>" % (base, ref.cid_font, ref.to_unicode)
         )
-        compressed = zlib.compress(program, 6)
         font_file = b"<</Length %d/Length1 %d/Filter/FlateDecode>>\nstream\n%s\nendstream" % (
-            len(compressed),
-            len(program),
-            compressed,
+            len(program[1]),
+            program[0],
+            program[1],
         )
-        cmap = _to_unicode_cmap(used)
+        cmap = _to_unicode_cmap(self._chars)
         to_unicode = b"<</Length %d>>\nstream\n%s\nendstream" % (len(cmap), cmap)
         return [
             (ref.font, type0),
@@ -304,6 +428,26 @@ class FontRefs:
         return cls(number, number + 1, number + 2, number + 3, number + 4)
 
 
+def _components(data: bytes) -> list[tuple[int, int]]:
+    """(offset of the glyph index, glyph index) of each component of a composite glyph."""
+    found: list[tuple[int, int]] = []
+    if len(data) < 10 or struct.unpack(">h", data[:2])[0] >= 0:
+        return found
+    pos = 10
+    while True:
+        flags, component = struct.unpack(">HH", data[pos : pos + 4])
+        found.append((pos + 2, component))
+        pos += 4 + (4 if flags & 0x0001 else 2)
+        if flags & 0x0008:
+            pos += 2
+        elif flags & 0x0040:
+            pos += 4
+        elif flags & 0x0080:
+            pos += 8
+        if not flags & 0x0020:
+            return found
+
+
 def _with_components(glyph_data: tuple[bytes, ...], gids: set[int]) -> set[int]:
     """``gids`` plus every glyph their composite glyphs are built from."""
     todo, seen = list(gids), set()
@@ -312,38 +456,33 @@ def _with_components(glyph_data: tuple[bytes, ...], gids: set[int]) -> set[int]:
         if gid in seen or gid >= len(glyph_data):
             continue
         seen.add(gid)
-        data = glyph_data[gid]
-        if len(data) >= 10 and struct.unpack(">h", data[:2])[0] < 0:
-            pos = 10
-            while True:
-                flags, component = struct.unpack(">HH", data[pos : pos + 4])
-                todo.append(component)
-                pos += 4 + (4 if flags & 0x0001 else 2)
-                if flags & 0x0008:
-                    pos += 2
-                elif flags & 0x0040:
-                    pos += 4
-                elif flags & 0x0080:
-                    pos += 8
-                if not flags & 0x0020:
-                    break
+        todo.extend(component for _, component in _components(glyph_data[gid]))
     return seen
 
 
-def _subset_program(g: _Glyphs, gids: set[int]) -> bytes:
-    """A TrueType program with the same glyph ids whose unused glyphs are empty."""
-    glyf, offsets = bytearray(), []
-    for gid, data in enumerate(g.glyph_data):
+def _subset_program(g: _Glyphs, old: list[int], new: dict[int, int]) -> bytes:
+    """A TrueType program holding the ``old`` glyphs, renumbered 0..n-1 in that order."""
+    glyf, offsets, hmtx = bytearray(), [], bytearray()
+    for gid in old:
         offsets.append(len(glyf))
-        if gid in gids:
-            glyf += data
-            glyf += b"\0" * (-len(data) % 4)
+        data = g.glyph_data[gid]
+        components = _components(data)
+        if components:
+            patched = bytearray(data)
+            for at, component in components:
+                patched[at : at + 2] = new[component].to_bytes(2, "big")
+            data = bytes(patched)
+        glyf += data
+        glyf += b"\0" * (-len(data) % 4)
+        hmtx += struct.pack(">Hh", g.advances[gid], g.bearings[gid])
     offsets.append(len(glyf))
+    count = len(old)
     tables = dict(g.tables)
     tables["glyf"] = bytes(glyf)
     tables["loca"] = struct.pack(f">{len(offsets)}L", *offsets)
-    tables.pop("cmap", None)
-    tables.pop("gasp", None)
+    tables["hmtx"] = bytes(hmtx)
+    tables["maxp"] = tables["maxp"][:4] + struct.pack(">H", count) + tables["maxp"][6:]
+    tables["hhea"] = tables["hhea"][:34] + struct.pack(">H", count) + tables["hhea"][36:]
     return _assemble_sfnt(tables)
 
 
@@ -360,23 +499,20 @@ def _assemble_sfnt(tables: dict[str, bytes]) -> bytes:
         ">LHHHH", 0x00010000, count, power * 16, power.bit_length() - 1, count * 16 - power * 16
     )
     offset = 12 + 16 * count
-    directory, body = b"", b""
     head = bytearray(tables["head"])
     head[8:12] = b"\0\0\0\0"
     tables = {**tables, "head": bytes(head)}
+    directory, body, head_at = b"", b"", 0
     for tag in tags:
         data = tables[tag]
+        if tag == "head":
+            head_at = offset + len(body)
         directory += struct.pack(
             ">4sLLL", tag.encode("latin-1"), _checksum(data), offset + len(body), len(data)
         )
         body += data + b"\0" * (-len(data) % 4)
     font = bytearray(header + directory + body)
     adjustment = (0xB1B0AFBA - _checksum(bytes(font))) & 0xFFFFFFFF
-    head_at = (
-        12
-        + 16 * count
-        + sum(len(tables[t]) + (-len(tables[t]) % 4) for t in tags[: tags.index("head")])
-    )
     font[head_at + 8 : head_at + 12] = struct.pack(">L", adjustment)
     return bytes(font)
 

@@ -76,6 +76,10 @@ class FormField:
         return [w for t in self.targets for w in t.widgets]
 
     @property
+    def visible(self) -> bool:
+        return any(w.visible for w in self.widgets)
+
+    @property
     def read_only(self) -> bool:
         return bool(self.flags & FF_READ_ONLY)
 
@@ -134,6 +138,20 @@ def _rect(widget: DictionaryObject) -> tuple[float, float, float, float]:
     except (KeyError, TypeError, ValueError):
         return (0.0, 0.0, 0.0, 0.0)
     return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+
+
+def _page_box(page: DictionaryObject) -> tuple[float, float, float, float]:
+    """The visible area of a page: its crop box, else its media box."""
+    try:
+        box = page.cropbox
+        return (float(box.left), float(box.bottom), float(box.right), float(box.top))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return (-1e9, -1e9, 1e9, 1e9)
+
+
+def _overlaps(rect: tuple[float, ...], box: tuple[float, ...]) -> bool:
+    """Whether a widget shows on the page at all (some forms park widgets off the page)."""
+    return rect[0] < box[2] and rect[2] > box[0] and rect[1] < box[3] and rect[3] > box[1]
 
 
 def _on_state(widget: DictionaryObject) -> str | None:
@@ -206,10 +224,15 @@ def _choice_options(obj: DictionaryObject) -> tuple[tuple[str, ...], dict[str, s
 
 
 def read_fields(reader: PdfReader) -> list[FormField]:
-    """Every terminal field with a widget on a page, in page and annotation order."""
+    """Every terminal field with a widget on a page, in page and annotation order.
+
+    Fields whose widgets are all hidden are included (they can still hold data); ``visible``
+    tells them apart.
+    """
     by_name: dict[str, FormField] = {}
     targets: dict[int, Target] = {}
     for page_index, page in enumerate(reader.pages):
+        page_box = _page_box(page)
         annots = page.get("/Annots")
         annots = annots.get_object() if annots is not None else None
         if not isinstance(annots, ArrayObject):
@@ -219,8 +242,8 @@ def read_fields(reader: PdfReader) -> list[FormField]:
             if not isinstance(widget, DictionaryObject) or widget.get("/Subtype") != "/Widget":
                 continue
             ref = entry if isinstance(entry, IndirectObject) else None
-            _add_widget(widget, ref, page_index, by_name, targets)
-    fields = [f for f in by_name.values() if any(w.visible for w in f.widgets)]
+            _add_widget(widget, ref, page_index, page_box, by_name, targets)
+    fields = list(by_name.values())
     for form_field in fields:
         _finish(form_field)
     return fields
@@ -230,6 +253,7 @@ def _add_widget(
     widget: DictionaryObject,
     ref: IndirectObject | None,
     page: int,
+    page_box: tuple[float, float, float, float],
     by_name: dict[str, FormField],
     targets: dict[int, Target],
 ) -> None:
@@ -248,12 +272,13 @@ def _add_widget(
     if kind is None:
         return
     annot_flags = int(widget.get("/F", 0) or 0)
+    rect = _rect(widget)
     entry = Widget(
         ref=ref,
         obj=widget,
         page=page,
-        rect=_rect(widget),
-        visible=not annot_flags & (ANNOT_HIDDEN | ANNOT_NOVIEW),
+        rect=rect,
+        visible=not annot_flags & (ANNOT_HIDDEN | ANNOT_NOVIEW) and _overlaps(rect, page_box),
     )
     if kind in ("checkbox", "radio"):
         entry.on_state = _on_state(widget)

@@ -1,12 +1,31 @@
-"""Small pieces of PDF syntax the filler writes on every row, kept fast and exact."""
+"""PDF syntax the filler writes: objects as the template spelled them, values made exact.
+
+Objects copied from the template are written back with their original bytes wherever pypdf
+kept them (names and strings), because appearance state names like ``/Ja`` or a
+Shift-JIS ``/はい`` must match the keys of appearance dictionaries byte for byte.
+"""
 
 from __future__ import annotations
 
-import io
-
-from pypdf.generic import DictionaryObject, IndirectObject, NameObject, PdfObject
+from pypdf.generic import (
+    ArrayObject,
+    BooleanObject,
+    ByteStringObject,
+    DictionaryObject,
+    FloatObject,
+    IndirectObject,
+    NameObject,
+    NullObject,
+    NumberObject,
+    PdfObject,
+    StreamObject,
+    TextStringObject,
+)
 
 from fillpdf_provider.engine.appearance import escape
+
+# Bytes a name can hold as they are: regular characters other than '#' (PDF 32000 7.3.5).
+_NAME_REGULAR = frozenset(range(0x21, 0x7F)) - frozenset(b"#()<>[]{}/%")
 
 
 def text_string(value: str) -> bytes:
@@ -16,11 +35,33 @@ def text_string(value: str) -> bytes:
     return b"<FEFF" + value.encode("utf-16-be").hex().upper().encode("ascii") + b">"
 
 
+def name_bytes(value: str) -> bytes:
+    """The bytes pypdf decoded into the name ``value`` (it tries each of its charsets)."""
+    charsets = NameObject.CHARSETS
+    for index, charset in enumerate(charsets):
+        try:
+            raw = value.encode(charset)
+        except UnicodeEncodeError:
+            continue
+        if all(_fails(raw, earlier) for earlier in charsets[:index]):
+            return raw
+    return value.encode("utf-8")
+
+
+def _fails(raw: bytes, charset: str) -> bool:
+    try:
+        raw.decode(charset)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
 def name(value: str) -> bytes:
-    """A PDF name object for ``value`` (without its slash), escaped as the syntax needs."""
-    buffer = io.BytesIO()
-    NameObject("/" + value).write_to_stream(buffer)
-    return buffer.getvalue()
+    """A PDF name object for ``value`` (without its slash), with its original bytes."""
+    raw = name_bytes(value)
+    if all(b in _NAME_REGULAR for b in raw):
+        return b"/" + raw
+    return b"/" + b"".join(bytes([b]) if b in _NAME_REGULAR else b"#%02X" % b for b in raw)
 
 
 def ref(obj: IndirectObject) -> bytes:
@@ -28,10 +69,31 @@ def ref(obj: IndirectObject) -> bytes:
 
 
 def serialize(obj: PdfObject) -> bytes:
-    """An object as pypdf writes it; indirect references stay references."""
-    buffer = io.BytesIO()
-    obj.write_to_stream(buffer)
-    return buffer.getvalue()
+    """``obj`` in PDF syntax; indirect references stay references."""
+    if isinstance(obj, IndirectObject):
+        return b"%d %d R" % (obj.idnum, obj.generation)
+    if isinstance(obj, NameObject):
+        return name(obj[1:])
+    if isinstance(obj, DictionaryObject):
+        if isinstance(obj, StreamObject):
+            raise ValueError("a stream cannot be written inline")
+        return b"<<" + b"".join(name(k[1:]) + b" " + serialize(v) for k, v in obj.items()) + b">>"
+    if isinstance(obj, ArrayObject):
+        return b"[" + b" ".join(serialize(v) for v in obj) + b"]"
+    if isinstance(obj, BooleanObject):
+        return b"true" if obj else b"false"
+    if isinstance(obj, NumberObject):
+        return b"%d" % int(obj)
+    if isinstance(obj, FloatObject):
+        return obj.myrepr().encode("ascii")
+    if isinstance(obj, TextStringObject | ByteStringObject):
+        original = getattr(obj, "original_bytes", None)
+        if isinstance(obj, ByteStringObject):
+            original = bytes(obj)
+        return escape(bytes(original)) if original is not None else text_string(str(obj))
+    if isinstance(obj, NullObject) or obj is None:
+        return b"null"
+    return str(obj).encode("latin-1")
 
 
 def dict_without(obj: DictionaryObject, drop: frozenset[str]) -> bytes:
@@ -40,14 +102,6 @@ def dict_without(obj: DictionaryObject, drop: frozenset[str]) -> bytes:
     The caller appends the entries it sets and closes the dictionary, so a row costs one
     concatenation per object.
     """
-    kept = DictionaryObject({k: v for k, v in obj.items() if k not in drop})
-    data = serialize(kept).rstrip()
-    assert data.endswith(b">>")
-    return data[:-2]
-
-
-def value_or_ref(obj: DictionaryObject, key: str) -> bytes | None:
-    """The raw (unresolved) entry ``key`` of ``obj`` as bytes, or None."""
-    if key not in obj:
-        return None
-    return serialize(obj.raw_get(key))
+    return b"<<" + b"".join(
+        name(k[1:]) + b" " + serialize(v) for k, v in obj.items() if k not in drop
+    )
