@@ -7,6 +7,8 @@ Shift-JIS ``/はい`` must match the keys of appearance dictionaries byte for by
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pypdf.generic import (
     ArrayObject,
     BooleanObject,
@@ -56,6 +58,7 @@ def _fails(raw: bytes, charset: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)
 def name(value: str) -> bytes:
     """A PDF name object for ``value`` (without its slash), with its original bytes."""
     raw = name_bytes(value)
