@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FillPdfError as exc:
         print(f"fillpdf {args.command}: error: {exc}", file=sys.stderr)
         return 1
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         print(f"fillpdf {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -8,6 +8,7 @@ way once the last row is done, so a crash leaves no half-written file behind.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import time
@@ -190,27 +191,32 @@ def fill_rows(
     """
     if on_error not in ("skip", "fail"):
         raise ValueError("on_error must be 'skip' or 'fail'")
+    # Everything that can refuse the whole batch is checked before anything is written.
+    batches = read_batches(rows)
+    first = next(batches, None)
+    columns = first.schema.names if first is not None else []
+    names = OutputNames(name_template)
+    names.check(columns)
+    fields = {f.name: f for f in template.fields}
+    pairs, unmapped, unfilled = map_columns(columns, list(fields.values()), mapping)
+    date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    names = OutputNames(name_template)
-    fields = {f.name: f for f in template.fields}
-    date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
-    summary = BatchSummary(out_dir=str(out), manifest=str(out / manifest_name))
+    summary = BatchSummary(
+        out_dir=str(out),
+        manifest=str(out / manifest_name),
+        unmapped_columns=unmapped,
+        unfilled_fields=unfilled,
+    )
     manifest = _ManifestWriter(out / manifest_name)
     started = time.perf_counter()
     row_number = start_row - 1
-    pairs: dict[str, str] | None = None
     try:
-        for batch in read_batches(rows):
-            if pairs is None:
-                names.check(batch.schema.names)
-                pairs, summary.unmapped_columns, summary.unfilled_fields = map_columns(
-                    batch.schema.names, list(fields.values()), mapping
-                )
-            columns = {c: batch.column(c).to_pylist() for c in batch.schema.names}
+        for batch in itertools.chain([first] if first is not None else [], batches):
+            values_by_column = {c: batch.column(c).to_pylist() for c in batch.schema.names}
             for i in range(batch.num_rows):
                 row_number += 1
-                cells = {c: values[i] for c, values in columns.items()}
+                cells = {c: values[i] for c, values in values_by_column.items()}
                 record = _fill_one(
                     template, fields, date_formats, pairs, cells, row_number, names, out, flatten
                 )

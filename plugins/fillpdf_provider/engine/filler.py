@@ -32,7 +32,7 @@ from fillpdf_provider.engine.form import FormField, Widget, acroform_of, read_fi
 from fillpdf_provider.engine.incremental import append_update
 from fillpdf_provider.engine.pdfsyntax import dict_without, name, ref, serialize, text_string
 from fillpdf_provider.engine.schema import Field
-from fillpdf_provider.engine.source import PdfInput, open_pdf
+from fillpdf_provider.engine.source import PdfInput, open_pdf, reading_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
 _Unicode = tuple[fonts.UnicodeSubset, int] | None  # a row's Noto Sans subset and its object
@@ -61,6 +61,7 @@ class _FieldPlan:
     widgets: list[_WidgetPlan]
     parents: list[tuple[int, int, bytes]]  # field dicts apart from their widgets
     da: DefaultAppearance
+    order: int = 0  # the field's place in the form
     items: list[str] = field(default_factory=list)  # list box: shown text of each option
 
 
@@ -89,10 +90,15 @@ class Template:
     def __init__(self, pdf: PdfInput) -> None:
         opened = open_pdf(pdf)
         self._reader, self._base = opened.reader, opened.base
+        with reading_pdf("The PDF's form"):
+            self._compile()
+
+    def _compile(self) -> None:
         form_fields = read_fields(self._reader)
         if not any(f.visible for f in form_fields):
             raise NoFormError(
-                "The PDF has no fillable fields; convert it first (`fillpdf convert`)."
+                "The PDF has no fillable fields: it is a flat form, or its widgets are all "
+                "hidden. Fill a PDF that has an AcroForm."
             )
         self._by_name = {f.name: f for f in form_fields}
         # Hidden fields can be filled by name but are not offered: no one sees them.
@@ -102,6 +108,8 @@ class Template:
         self._constant: list[tuple[int, int, bytes]] = [(self._helvetica, 0, _HELVETICA)]
         self._dr_fonts = self._resource_fonts()
         self._plans = {f.name: self._plan(f) for f in form_fields}
+        for order, plan in enumerate(self._plans.values()):
+            plan.order = order
         self._widget_numbers = {wp.number for p in self._plans.values() for wp in p.widgets}
         self._root_objects, self._flat_root_objects = self._rewrite_form_root(form_fields)
 
@@ -133,7 +141,8 @@ class Template:
             else:
                 self._emit_button(row, plan, value)
         if flatten:
-            self._emit_flatten(row)
+            with reading_pdf("The PDF's pages"):
+                self._emit_flatten(row)
             row.objects.extend(self._flat_root_objects)
         else:
             row.objects.extend(self._root_objects)
@@ -160,6 +169,8 @@ class Template:
                 continue
             _validate(plan.field, value)
             chosen.append((plan, value))
+        # The form's order, not the caller's: the same values give the same bytes.
+        chosen.sort(key=lambda item: item[0].order)
         return chosen
 
     def _emit_text(self, row: _Row, plan: _FieldPlan, value: str, unicode: _Unicode) -> None:

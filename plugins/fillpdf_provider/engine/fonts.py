@@ -259,7 +259,8 @@ def _noto() -> _Glyphs:
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    font = TTFont(str(_noto_path()))
+    # No timestamps: the same input must give the same bytes in every process.
+    font = TTFont(str(_noto_path()), recalcTimestamp=False)
     options = subset.Options()
     options.drop_tables += _VARIATION_TABLES + _UNUSED_TABLES
     options.hinting = False
@@ -273,7 +274,7 @@ def _noto() -> _Glyphs:
     font["head"].indexToLocFormat = 1
     buffer = io.BytesIO()
     font.save(buffer)
-    font = TTFont(io.BytesIO(buffer.getvalue()))
+    font = TTFont(io.BytesIO(buffer.getvalue()), recalcTimestamp=False)
     raw = {tag: font.reader[tag] for tag in font.reader.keys()}  # noqa: SIM118
     loca = struct.unpack(f">{len(raw['loca']) // 4}L", raw["loca"])
     glyf = raw["glyf"]

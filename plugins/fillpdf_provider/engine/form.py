@@ -231,6 +231,11 @@ def read_fields(reader: PdfReader) -> list[FormField]:
     """
     by_name: dict[str, FormField] = {}
     targets: dict[int, Target] = {}
+    acroform = acroform_of(reader)
+    defaults = (
+        str(acroform.get("/DA", "") or "") if acroform is not None else "",
+        int(acroform.get("/Q", 0) or 0) if acroform is not None else 0,
+    )
     for page_index, page in enumerate(reader.pages):
         page_box = _page_box(page)
         annots = page.get("/Annots")
@@ -242,7 +247,7 @@ def read_fields(reader: PdfReader) -> list[FormField]:
             if not isinstance(widget, DictionaryObject) or widget.get("/Subtype") != "/Widget":
                 continue
             ref = entry if isinstance(entry, IndirectObject) else None
-            _add_widget(widget, ref, page_index, page_box, by_name, targets)
+            _add_widget(widget, ref, page_index, page_box, by_name, targets, defaults)
     fields = list(by_name.values())
     for form_field in fields:
         _finish(form_field)
@@ -256,6 +261,7 @@ def _add_widget(
     page_box: tuple[float, float, float, float],
     by_name: dict[str, FormField],
     targets: dict[int, Target],
+    defaults: tuple[str, int],
 ) -> None:
     if "/T" in widget or "/Parent" not in widget:
         field_obj, field_ref = widget, ref
@@ -293,23 +299,29 @@ def _add_widget(
         target = targets[field_ref.idnum] = Target(field_ref, field_obj)
         existing = by_name.get(name)
         if existing is None:
-            by_name[name] = _new_field(name, kind, flags, field_obj, target)
+            by_name[name] = _new_field(name, kind, flags, field_obj, target, defaults)
         else:
             existing.targets.append(target)
     target.widgets.append(entry)
 
 
 def _new_field(
-    name: str, kind: str, flags: int, obj: DictionaryObject, target: Target
+    name: str,
+    kind: str,
+    flags: int,
+    obj: DictionaryObject,
+    target: Target,
+    defaults: tuple[str, int],
 ) -> FormField:
+    """A field from its dictionary; ``/DA`` and ``/Q`` fall back to the AcroForm's."""
     max_len = inherited(obj, "/MaxLen")
     label = obj.get("/TU")
     form_field = FormField(
         name=name,
         kind=kind,
         flags=flags,
-        da=str(inherited(obj, "/DA", "") or ""),
-        quadding=int(inherited(obj, "/Q", 0) or 0),
+        da=str(inherited(obj, "/DA", "") or defaults[0]),
+        quadding=int(inherited(obj, "/Q", defaults[1]) or 0),
         max_length=int(max_len) if max_len is not None and int(max_len) > 0 else None,
         label=_text(label) if label is not None else None,
         targets=[target],
@@ -326,12 +338,17 @@ def _finish(form_field: FormField) -> None:
     """Settle what needs every widget seen: button states, options and the real kind."""
     if form_field.kind not in ("checkbox", "radio"):
         return
+    opt = inherited(form_field.targets[0].obj, "/Opt")
+    opt = opt.get_object() if opt is not None else None
+    several = len(form_field.widgets) > 1
     for target in form_field.targets:
         for widget in target.widgets:
             if widget.on_state is None:
-                widget.on_state = "Yes"
-    opt = inherited(form_field.targets[0].obj, "/Opt")
-    opt = opt.get_object() if opt is not None else None
+                # No appearance names the state: kids are told apart by their place (/0, /1
+                # ...), as /Opt forms name them; a lone checkbox is /Yes.
+                index = widget.opt_index
+                by_place = several and index is not None and (form_field.kind == "radio" or opt)
+                widget.on_state = str(index) if by_place else "Yes"
     states: dict[str, list[str]] = {}
     for widget in form_field.widgets:
         label = widget.on_state or "Yes"

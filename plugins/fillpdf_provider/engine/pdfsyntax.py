@@ -30,9 +30,15 @@ from fillpdf_provider.engine.appearance import escape
 _NAME_REGULAR = frozenset(range(0x21, 0x7F)) - frozenset(b"#()<>[]{}/%")
 
 
+def _pdfdoc_safe(c: str) -> bool:
+    """Where PDFDocEncoding and Latin-1 agree (0x7F, 0xA0 and 0xAD differ or are undefined)."""
+    code = ord(c)
+    return 0x20 <= code < 0x7F or code in (9, 10, 13) or (0xA1 <= code <= 0xFF and code != 0xAD)
+
+
 def text_string(value: str) -> bytes:
     """A PDF text string: PDFDocEncoding where it suffices, else UTF-16BE with a BOM."""
-    if value.isascii() or all(0xA0 <= ord(c) <= 0xFF or ord(c) < 0x80 for c in value):
+    if all(map(_pdfdoc_safe, value)):
         return escape(value.encode("latin-1"))
     return b"<FEFF" + value.encode("utf-16-be").hex().upper().encode("ascii") + b">"
 

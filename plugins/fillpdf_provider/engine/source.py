@@ -11,14 +11,23 @@ from __future__ import annotations
 import io
 import logging
 import os
+import struct
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Union
 
 from pypdf import PdfReader, PdfWriter
-from pypdf.errors import FileNotDecryptedError, PdfReadError
+from pypdf.errors import FileNotDecryptedError, PdfReadError, PyPdfError
 from pypdf.generic import DictionaryObject, IndirectObject
 
-from fillpdf_provider.engine.errors import DamagedPdfError, EncryptedPdfError, NotAPdfError
+from fillpdf_provider.engine.errors import (
+    DamagedPdfError,
+    EncryptedPdfError,
+    FillPdfError,
+    NotAPdfError,
+)
 from fillpdf_provider.engine.incremental import Base, last_startxref, pdf_id, xref_kind_at
 
 PdfInput = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes]]
@@ -55,13 +64,41 @@ def open_pdf(pdf: PdfInput) -> OpenedPdf:
     data = read_bytes(pdf)
     if b"%PDF-" not in data[:1024]:
         raise NotAPdfError("The file is not a PDF: it does not start with '%PDF-'.")
-    reader, repaired = _parse(data)
-    if reader.is_encrypted:
-        reader, data = _decrypt(reader)
-    elif repaired or _xref_needs_rewrite(data):
-        data = _rewrite(reader)
-        reader, _ = _parse(data)
-    return OpenedPdf(reader, _describe(reader, data))
+    with reading_pdf():
+        reader, repaired = _parse(data)
+        if reader.is_encrypted:
+            reader, data = _decrypt(reader)
+        elif repaired or _xref_needs_rewrite(data):
+            data = _rewrite(reader)
+            reader, _ = _parse(data)
+        return OpenedPdf(reader, _describe(reader, data))
+
+
+_MALFORMED = (
+    PyPdfError,
+    KeyError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    RecursionError,
+    struct.error,
+    zlib.error,
+)
+
+
+@contextmanager
+def reading_pdf(what: str = "The PDF") -> Iterator[None]:
+    """Turn whatever a malformed PDF makes pypdf raise into a ``DamagedPdfError``."""
+    try:
+        yield
+    except FillPdfError:
+        raise
+    except _MALFORMED as exc:
+        raise DamagedPdfError(
+            f"{what} could not be read ({type(exc).__name__}: {exc}); re-save it from a PDF "
+            "viewer and try again."
+        ) from exc
 
 
 class _RepairLog(logging.Handler):
@@ -82,22 +119,11 @@ def _parse(data: bytes) -> tuple[PdfReader, bool]:
     handler = _RepairLog()
     log.addHandler(handler)
     try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        if not reader.is_encrypted:
-            _ = reader.trailer["/Root"].get_object()
-            _ = len(reader.pages)
-    except (
-        PdfReadError,
-        KeyError,
-        ValueError,
-        TypeError,
-        AttributeError,
-        IndexError,
-        RecursionError,
-    ) as exc:
-        raise DamagedPdfError(
-            f"The PDF could not be read ({exc}); re-save it from a PDF viewer and try again."
-        ) from exc
+        with reading_pdf():
+            reader = PdfReader(io.BytesIO(data), strict=False)
+            if not reader.is_encrypted:
+                _ = reader.trailer["/Root"].get_object()
+                _ = len(reader.pages)
     finally:
         log.removeHandler(handler)
     return reader, handler.repaired
