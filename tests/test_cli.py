@@ -1,0 +1,440 @@
+"""The ``fillpdf`` console script, run as a user runs it: the installed entry point."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import formedit
+import pdfplumber
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import viewcheck
+from formkit import Spec, build_form
+
+from fillpdf_provider.engine import inspect
+
+ROOT = Path(__file__).resolve().parents[1]
+FILLPDF = Path(sys.executable).parent / "fillpdf"
+SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
+SAMPLE_ROWS = ROOT / "include" / "sample_rows.csv"
+MANIFEST_COLUMNS = ["row", "path", "sha256", "pages", "bytes", "status", "error"]
+UNSAFE = re.compile(r"[^\w.\- ]+")
+
+
+def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(FILLPDF), *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def assert_clean_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """Exit status 1, one line on stderr that names the problem, no traceback."""
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("fillpdf "), done.stderr
+    for needle in needles:
+        assert needle in done.stderr, (needle, done.stderr)
+
+
+def sample_rows() -> list[dict[str, str]]:
+    with SAMPLE_ROWS.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def manifest(out_dir: Path) -> list[dict[str, object]]:
+    return pq.read_table(out_dir / "manifest.parquet").to_pylist()
+
+
+# --------------------------------------------------------------------------- inspect
+
+
+def test_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0
+    assert re.fullmatch(r"fillpdf \d+\.\d+\.\d+\S*", done.stdout.strip())
+
+
+def test_inspect_json_prints_the_schema_entries() -> None:
+    done = run("inspect", SAMPLE_FORM, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert list(data) == ["fields"]
+    assert data["fields"] == [f.to_dict() for f in inspect(SAMPLE_FORM)]
+    names = [f["name"] for f in data["fields"]]
+    assert names[:3] == ["full_name", "date_of_birth", "email"]
+    assert {"plan", "interests", "newsletter", "photo_consent", "signature"} <= set(names)
+
+
+def test_inspect_json_keeps_non_ascii_readable(tmp_path: Path) -> None:
+    spec = Spec("sprache", "listbox", (40, 600, 240, 680), options=["Deutsch", "Ελληνικά"])
+    form = tmp_path / "form.pdf"
+    form.write_bytes(build_form([spec]))
+    done = run("inspect", form, "--json")
+    assert "Ελληνικά" in done.stdout
+    assert json.loads(done.stdout)["fields"][0]["options"] == ["Deutsch", "Ελληνικά"]
+
+
+def test_inspect_table_lists_every_field() -> None:
+    done = run("inspect", SAMPLE_FORM)
+    assert done.returncode == 0, done.stderr
+    for field in inspect(SAMPLE_FORM):
+        assert field.name in done.stdout
+    assert done.stdout.strip().endswith(f"{len(inspect(SAMPLE_FORM))} fields")
+
+
+def test_inspect_flat_pdf_json_is_empty(tmp_path: Path) -> None:
+    flat = tmp_path / "flat.pdf"
+    flat.write_bytes(formedit.flat_pdf())
+    done = run("inspect", flat, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"fields": []}
+
+
+# --------------------------------------------------------------------------- fill
+
+
+def test_fill_writes_the_values(tmp_path: Path) -> None:
+    values = {"full_name": "Zoë Ångström", "newsletter": True, "plan": "Premium", "zip": "12345"}
+    (tmp_path / "v.json").write_text(json.dumps(values), encoding="utf-8")
+    done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", tmp_path / "out.pdf")
+    assert done.returncode == 0, done.stderr
+    out = (tmp_path / "out.pdf").read_bytes()
+    stored = formedit.stored_values(out)
+    assert stored["full_name"] == "Zoë Ångström"
+    assert stored["newsletter"] == "/Yes"
+    assert stored["plan"] == "/Premium"
+    assert formedit.acroform(out) is not None
+
+
+def test_fill_flatten(tmp_path: Path) -> None:
+    (tmp_path / "v.json").write_text('{"full_name": "Flat Name", "city": "Αθήνα"}', "utf-8")
+    out = tmp_path / "out.pdf"
+    done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", out, "--flatten")
+    assert done.returncode == 0, done.stderr
+    assert viewcheck.count_widgets(out.read_bytes()) == (False, 0)
+    with pdfplumber.open(io.BytesIO(out.read_bytes())) as doc:
+        text = doc.pages[0].extract_text()
+    assert "Flat Name" in text and "Αθήνα" in text
+
+
+def test_fill_unknown_field_suggests_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "v.json").write_text('{"ful_name": "x"}', encoding="utf-8")
+    done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", tmp_path / "out.pdf")
+    assert_clean_error(done, "'ful_name'", "'full_name'")
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_fill_wrong_type(tmp_path: Path) -> None:
+    (tmp_path / "v.json").write_text('{"newsletter": "yes"}', encoding="utf-8")
+    done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", tmp_path / "out.pdf")
+    assert_clean_error(done, "'newsletter'")
+    assert not (tmp_path / "out.pdf").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [(None, "No such values file"), ("{not json", "not valid JSON"), ("[1, 2]", "JSON object")],
+    ids=["missing", "invalid", "array"],
+)
+def test_fill_bad_values_file(tmp_path: Path, content: str | None, needle: str) -> None:
+    values = tmp_path / "v.json"
+    if content is not None:
+        values.write_text(content, encoding="utf-8")
+    done = run("fill", SAMPLE_FORM, "--values", values, "-o", tmp_path / "out.pdf")
+    assert_clean_error(done, needle)
+
+
+def test_fill_into_a_folder_is_a_clean_error(tmp_path: Path) -> None:
+    (tmp_path / "v.json").write_text('{"full_name": "x"}', encoding="utf-8")
+    (tmp_path / "taken").mkdir()
+    done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", tmp_path / "taken")
+    assert_clean_error(done)
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def test_missing_form(tmp_path: Path) -> None:
+    assert_clean_error(run("inspect", tmp_path / "missing.pdf"), "missing.pdf")
+    done = run("batch", tmp_path / "missing.pdf", SAMPLE_ROWS, "--out-dir", tmp_path / "o")
+    assert_clean_error(done, "missing.pdf")
+
+
+def test_not_a_pdf(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.pdf"
+    fake.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    assert_clean_error(run("inspect", fake, "--json"), "not a PDF")
+
+
+def test_encrypted_form(tmp_path: Path) -> None:
+    locked = tmp_path / "locked.pdf"
+    locked.write_bytes(
+        build_form([Spec("a", "text", (40, 700, 290, 716))], encrypt_user_password="pw")
+    )
+    assert_clean_error(run("inspect", locked), "password")
+
+
+def test_no_form_points_to_a_command_that_exists(tmp_path: Path) -> None:
+    flat = tmp_path / "flat.pdf"
+    flat.write_bytes(formedit.flat_pdf())
+    (tmp_path / "v.json").write_text("{}", encoding="utf-8")
+    done = run("fill", flat, "--values", tmp_path / "v.json", "-o", tmp_path / "out.pdf")
+    assert_clean_error(done, "no fillable fields")
+    suggested = re.findall(r"`fillpdf (\w+)", done.stderr)
+    for command in suggested:
+        assert run(command, "--help").returncode == 0, f"`fillpdf {command}` does not exist"
+
+
+def test_bad_usage_exits_2() -> None:
+    assert run().returncode == 2
+    assert run("fill", SAMPLE_FORM).returncode == 2
+
+
+# --------------------------------------------------------------------------- batch
+
+
+@pytest.fixture(scope="module")
+def sample_batch(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    out_dir = tmp_path_factory.mktemp("batch") / "out"
+    return out_dir, run("batch", SAMPLE_FORM, SAMPLE_ROWS, "--out-dir", out_dir)
+
+
+def test_batch_fills_every_row(sample_batch: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out_dir, done = sample_batch
+    assert done.returncode == 0, done.stderr
+    pdfs = sorted(p.name for p in out_dir.glob("*.pdf"))
+    assert pdfs == sorted(f"{i}.pdf" for i in range(1, 26))
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted([*pdfs, "manifest.parquet"])
+
+
+def test_batch_prints_a_one_line_summary(
+    sample_batch: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    _, done = sample_batch
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1
+    assert "25 of 25" in lines[0] and "0 failed" in lines[0]
+
+
+def test_batch_manifest(sample_batch: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out_dir, _ = sample_batch
+    table = pq.read_table(out_dir / "manifest.parquet")
+    assert table.column_names == MANIFEST_COLUMNS
+    records = table.to_pylist()
+    assert [r["row"] for r in records] == list(range(1, 26))
+    for record in records:
+        data = (out_dir / record["path"]).read_bytes()
+        assert record["sha256"] == hashlib.sha256(data).hexdigest()
+        assert record["bytes"] == len(data)
+        assert record["pages"] == 1
+        assert record["status"] == "ok"
+        assert record["error"] is None
+
+
+def test_batch_pdfs_hold_their_rows(
+    sample_batch: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    out_dir, _ = sample_batch
+    rows = sample_rows()
+    for number in (1, 3, 5, 7):
+        stored = formedit.stored_values((out_dir / f"{number}.pdf").read_bytes())
+        row = rows[number - 1]
+        assert stored["full_name"] == row["full_name"]
+        assert stored["country"] == row["country"]
+        assert stored["plan"] == "/" + row["plan"]
+        assert stored["notes"] == (row["notes"] or None)
+
+
+def test_batch_name_template_and_flatten(tmp_path: Path) -> None:
+    out_dir = tmp_path / "named"
+    done = run(
+        "batch",
+        SAMPLE_FORM,
+        SAMPLE_ROWS,
+        "--out-dir",
+        out_dir,
+        "--name-template",
+        "{row}-{full_name}.pdf",
+        "--flatten",
+    )
+    assert done.returncode == 0, done.stderr
+    records = manifest(out_dir)
+    expected = [
+        f"{i}-{UNSAFE.sub('_', r['full_name'])}.pdf" for i, r in enumerate(sample_rows(), 1)
+    ]
+    assert [r["path"] for r in records] == expected
+    assert "1-Emily Clarke.pdf" in expected and "4-Liam O_Brien.pdf" in expected
+    for record in records[:3]:
+        data = (out_dir / record["path"]).read_bytes()
+        assert viewcheck.count_widgets(data) == (False, 0)
+
+
+def test_batch_names_are_made_safe_and_unique(tmp_path: Path) -> None:
+    rows = [{"full_name": "Ann/Lee"}, {"full_name": "Ann/Lee"}, {"full_name": "../up"}]
+    write_csv(tmp_path / "rows.csv", rows)
+    out_dir = tmp_path / "o"
+    done = run(
+        "batch",
+        SAMPLE_FORM,
+        tmp_path / "rows.csv",
+        "--out-dir",
+        out_dir,
+        "--name-template",
+        "{full_name}.pdf",
+    )
+    assert done.returncode == 0, done.stderr
+    paths = [r["path"] for r in manifest(out_dir)]
+    assert len(set(paths)) == 3
+    assert all("/" not in p and not p.startswith(".") for p in paths), paths
+    assert sorted(p.name for p in out_dir.glob("*.pdf")) == sorted(paths)
+    assert not (tmp_path / "up.pdf").exists()
+
+
+def test_batch_parquet_rows(tmp_path: Path) -> None:
+    rows = sample_rows()[:6]
+    truth = [True, False, True, False, True, False]
+    table = pa.table(
+        {
+            "full_name": [r["full_name"] for r in rows],
+            "plan": [r["plan"] for r in rows],
+            "zip": [int(r["zip"]) for r in rows],  # a number, not text
+            "newsletter": truth,
+        }
+    )
+    pq.write_table(table, tmp_path / "rows.parquet")
+    done = run("batch", SAMPLE_FORM, tmp_path / "rows.parquet", "--out-dir", tmp_path / "o")
+    assert done.returncode == 0, done.stderr
+    for i, (row, ticked) in enumerate(zip(rows, truth, strict=True), 1):
+        stored = formedit.stored_values((tmp_path / "o" / f"{i}.pdf").read_bytes())
+        assert stored["full_name"] == row["full_name"]
+        assert stored["zip"] == row["zip"]
+        assert stored["newsletter"] == ("/Yes" if ticked else "/Off")
+
+
+CHECKBOX_CELLS = {
+    "true": True,
+    "TRUE": True,
+    "yes": True,
+    "Yes": True,
+    "1": True,
+    "x": True,
+    "X": True,
+    "false": False,
+    "no": False,
+    "0": False,
+    "": False,
+}
+
+
+def test_batch_checkbox_spellings(tmp_path: Path) -> None:
+    rows = [{"full_name": f"Row {i}", "newsletter": cell} for i, cell in enumerate(CHECKBOX_CELLS)]
+    write_csv(tmp_path / "rows.csv", rows)
+    done = run("batch", SAMPLE_FORM, tmp_path / "rows.csv", "--out-dir", tmp_path / "o")
+    assert done.returncode == 0, done.stderr
+    for i, (cell, ticked) in enumerate(CHECKBOX_CELLS.items(), 1):
+        stored = formedit.stored_values((tmp_path / "o" / f"{i}.pdf").read_bytes())
+        assert str(stored["newsletter"] or "/Off") == ("/Yes" if ticked else "/Off"), cell
+
+
+def test_batch_csv_with_byte_order_mark_keeps_text_as_text(tmp_path: Path) -> None:
+    # spreadsheet exports start with a BOM; a zip code must keep its leading zero
+    (tmp_path / "rows.csv").write_bytes("\ufeffzip,full_name\n01234,Anna\n".encode())
+    done = run("batch", SAMPLE_FORM, tmp_path / "rows.csv", "--out-dir", tmp_path / "o")
+    assert done.returncode == 0, done.stderr
+    stored = formedit.stored_values((tmp_path / "o" / "1.pdf").read_bytes())
+    assert stored["zip"] == "01234"
+    assert stored["full_name"] == "Anna"
+
+
+@pytest.fixture(scope="module")
+def bad_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rows = sample_rows()[:6]
+    rows[2]["plan"] = "Gold"  # row 3
+    return write_csv(tmp_path_factory.mktemp("bad") / "rows.csv", rows)
+
+
+def test_batch_records_a_bad_row_and_goes_on(bad_rows: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    done = run("batch", SAMPLE_FORM, bad_rows, "--out-dir", out_dir)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    records = manifest(out_dir)
+    assert [r["row"] for r in records] == [1, 2, 3, 4, 5, 6]
+    assert [r["status"] for r in records] == ["ok", "ok", "error", "ok", "ok", "ok"]
+    bad = records[2]
+    assert bad["path"] is None and bad["sha256"] is None
+    assert "'plan'" in bad["error"] and "'Gold'" in bad["error"]
+    assert sorted(p.name for p in out_dir.glob("*.pdf")) == [
+        "1.pdf",
+        "2.pdf",
+        "4.pdf",
+        "5.pdf",
+        "6.pdf",
+    ]
+    assert "5 of 6" in done.stdout and "1 failed" in done.stdout
+    assert "row 3" in done.stderr
+
+
+def test_batch_on_error_fail_stops_at_the_bad_row(bad_rows: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    done = run("batch", SAMPLE_FORM, bad_rows, "--out-dir", out_dir, "--on-error", "fail")
+    assert_clean_error(done, "row 3", "'Gold'")
+    assert sorted(p.name for p in out_dir.glob("*.pdf")) == ["1.pdf", "2.pdf"]
+
+
+def test_batch_reports_unmapped_columns(tmp_path: Path) -> None:
+    rows = [{"full_name": "A", "nickname": "a"}, {"full_name": "B", "nickname": "b"}]
+    write_csv(tmp_path / "rows.csv", rows)
+    done = run("batch", SAMPLE_FORM, tmp_path / "rows.csv", "--out-dir", tmp_path / "o")
+    assert done.returncode == 0, done.stderr
+    assert "nickname" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("rows_name", "extra", "needle"),
+    [
+        ("missing.csv", (), "missing.csv"),
+        ("rows.xlsx", (), ".csv or .parquet"),
+        ("rows.csv", ("--name-template", "{nope}.pdf"), "nope"),
+    ],
+    ids=["missing-rows", "unsupported-rows", "unknown-column-in-name"],
+)
+def test_batch_that_cannot_start_leaves_no_output(
+    tmp_path: Path, rows_name: str, extra: tuple[str, ...], needle: str
+) -> None:
+    if rows_name != "missing.csv":
+        (tmp_path / rows_name).write_bytes(SAMPLE_ROWS.read_bytes())
+    out_dir = tmp_path / "o"
+    done = run("batch", SAMPLE_FORM, tmp_path / rows_name, "--out-dir", out_dir, *extra)
+    assert_clean_error(done, needle)
+    assert not out_dir.exists() or not any(out_dir.iterdir()), sorted(out_dir.iterdir())
+
+
+def test_batch_out_dir_that_is_a_file_is_a_clean_error(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("not a folder")
+    done = run("batch", SAMPLE_FORM, SAMPLE_ROWS, "--out-dir", tmp_path / "taken")
+    assert_clean_error(done)
