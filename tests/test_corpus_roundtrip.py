@@ -160,7 +160,8 @@ def build_values(fields: Sequence[Any], widgets: Mapping[str, list[Widget]]) -> 
         elif field_.type == "checkbox":
             values[field_.name] = counter % 4 != 3
         elif field_.type == "radio" and options:
-            values[field_.name] = _not_first(options, counter)
+            seen = [o for o in options if any(w.on_page and _radio_matches(w, o) for w in own)]
+            values[field_.name] = _not_first(seen or options, counter)
         elif field_.type == "choice" and options:
             values[field_.name] = _not_first(_choice_options(options, own), counter)
     return values
@@ -288,7 +289,7 @@ def _check_buttons(
     for name, value in result.values.items():
         kind = kinds[name]
         own = [w for w in widgets.get(name, []) if w.is_button]
-        if kind not in ("checkbox", "radio") or not own:
+        if kind not in ("checkbox", "radio") or not any(w.on_page for w in own):
             continue
         result.buttons_checked += 1
         state = states.get(name)
@@ -303,6 +304,8 @@ def _check_buttons(
             result.button_failures.append(f"{name} ({kind}={value!r}): no widget has that state")
             continue
         for widget in own:
+            if not widget.on_page:
+                continue
             gain = filled.ink(widget.page, widget.rect) - blank.ink(widget.page, widget.rect)
             should = widget in expected
             (result.ink_on if should else result.ink_off).append(gain)
@@ -328,6 +331,8 @@ def check_form(path: Path, inspect_fn: InspectFn, fill_fn: FillFn) -> FormResult
     all_widgets = viewcheck.visible_widgets(template_pdf)
     widgets = viewcheck.widgets_by_name(all_widgets)
     result.visible_names = len(widgets)
+    # What can be seen at all: widgets parked outside the page are listed, but not looked at.
+    on_page = viewcheck.widgets_by_name(w for w in all_widgets if w.on_page)
 
     fields = list(inspect_fn(template))
     names = {f.name for f in fields}
@@ -352,11 +357,11 @@ def check_form(path: Path, inspect_fn: InspectFn, fill_fn: FillFn) -> FormResult
     if has_form and left:
         result.flatten_errors.append(f"/AcroForm and {left} widgets remain after flattening")
     with pdfplumber.open(io.BytesIO(flat)) as plumber:
-        _check_text(result, kinds, widgets, plumber)
+        _check_text(result, kinds, on_page, plumber)
 
     if any(kinds.get(name) in ("checkbox", "radio") for name in result.values):
         # Only the buttons' appearances: text fields overlapping a box must not add ink to it.
-        buttons = viewcheck.rects_by_page(w for w in all_widgets if w.is_button)
+        buttons = viewcheck.rects_by_page(w for w in all_widgets if w.is_button and w.on_page)
         blank = viewcheck.flatten_with_pdfium(
             viewcheck.buttons_off(template, reader=template_pdf),
             drop_page_content=True,

@@ -69,6 +69,8 @@ class Widget:
     """The field's ``/V`` (inherited): a string, or a name without its slash."""
     format_js: str | None = None
     """The field's format action script (``/AA /F /JS``), e.g. ``AFDate_FormatEx("mm/dd/yyyy")``."""
+    on_page: bool = True
+    """Whether the rectangle overlaps the page's CropBox (real forms park widgets off-page)."""
 
     @property
     def is_button(self) -> bool:
@@ -231,6 +233,7 @@ def visible_widgets(pdf: PdfSource | PdfReader) -> list[Widget]:
     )
     widgets: list[Widget] = []
     for page_index, page in enumerate(reader.pages):
+        crop = tuple(float(v) for v in page.cropbox)
         for ref in _resolve(page.get("/Annots")) or []:
             annot = _resolve(ref)
             if not isinstance(annot, DictionaryObject) or annot.get("/Subtype") != "/Widget":
@@ -245,13 +248,14 @@ def visible_widgets(pdf: PdfSource | PdfReader) -> list[Widget]:
             if not name:
                 continue
             x0, y0, x1, y1 = (float(_resolve(v)) for v in _resolve(annot["/Rect"]))
+            rect = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
             da = _inherited(annot, "/DA")
             actions = _inherited(annot, "/AA")
             widgets.append(
                 Widget(
                     name=name,
                     page=page_index,
-                    rect=(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)),
+                    rect=rect,
                     field_type=field_type,
                     field_flags=flags,
                     on_states=_on_states(annot) if field_type == "Btn" else (),
@@ -260,6 +264,16 @@ def visible_widgets(pdf: PdfSource | PdfReader) -> list[Widget]:
                     da=str(da) if da is not None else form_da,
                     value=_value_text(_inherited(annot, "/V")),
                     format_js=_format_js(actions),
+                    on_page=_overlap(
+                        rect,
+                        (
+                            min(crop[0], crop[2]),
+                            min(crop[1], crop[3]),
+                            max(crop[0], crop[2]),
+                            max(crop[1], crop[3]),
+                        ),
+                    )
+                    > 0,
                 )
             )
     return widgets

@@ -69,8 +69,8 @@ class DefaultAppearance:
 
 
 def _number(value: float) -> bytes:
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
-    return (text if text not in ("-0", "") else "0").encode("ascii")
+    """A coordinate to 1/100 pt, as content streams need no more."""
+    return b"%.2f" % value
 
 
 def _color(array: object, op_gray: bytes, op_rgb: bytes, op_cmyk: bytes) -> bytes | None:
@@ -134,19 +134,15 @@ def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]
     return Box(width, height, bbox, matrix, frame, border, clip)
 
 
+_SPECIAL = re.compile(rb"[\\()\r\n]")
+_ESCAPES = {b"\\": b"\\\\", b"(": b"\\(", b")": b"\\)", b"\r": b"\\r", b"\n": b"\\n"}
+
+
 def escape(codes: bytes) -> bytes:
     """A PDF literal string holding ``codes``."""
-    return (
-        b"("
-        + (
-            codes.replace(b"\\", b"\\\\")
-            .replace(b"(", b"\\(")
-            .replace(b")", b"\\)")
-            .replace(b"\r", b"\\r")
-            .replace(b"\n", b"\\n")
-        )
-        + b")"
-    )
+    if _SPECIAL.search(codes) is None:
+        return b"(" + codes + b")"
+    return b"(" + _SPECIAL.sub(lambda m: _ESCAPES[m.group(0)], codes) + b")"
 
 
 def show(codes: bytes, two_byte: bool) -> bytes:

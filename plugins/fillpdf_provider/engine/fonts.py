@@ -330,6 +330,7 @@ class UnicodeSubset:
     """
 
     _program: tuple[int, bytes] | None
+    _objects: tuple[FontRefs, list[tuple[int, bytes]]] | None
 
     def __init__(self, chars: frozenset[str]) -> None:
         g = _noto()
@@ -348,11 +349,11 @@ class UnicodeSubset:
         }
         self._chars = {int.from_bytes(code, "big"): c for c, code in sorted(self._code.items())}
         self._program = None
+        self._objects = None
 
     def encode(self, text: str) -> bytes | None:
-        code = self._code
         try:
-            return b"".join(code[c] for c in text)
+            return b"".join(map(self._code.__getitem__, text))
         except KeyError:
             return None
 
@@ -362,6 +363,11 @@ class UnicodeSubset:
 
     def pdf_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
         """The five objects that embed this subset, numbered from ``ref``."""
+        if self._objects is None or self._objects[0] != ref:
+            self._objects = (ref, self._build_objects(ref))
+        return self._objects[1]
+
+    def _build_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
         g = _noto()
         if self._program is None:
             raw = _subset_program(g, self._old, self._new)

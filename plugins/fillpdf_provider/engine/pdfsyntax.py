@@ -7,6 +7,7 @@ Shift-JIS ``/はい`` must match the keys of appearance dictionaries byte for by
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from pypdf.generic import (
@@ -30,15 +31,13 @@ from fillpdf_provider.engine.appearance import escape
 _NAME_REGULAR = frozenset(range(0x21, 0x7F)) - frozenset(b"#()<>[]{}/%")
 
 
-def _pdfdoc_safe(c: str) -> bool:
-    """Where PDFDocEncoding and Latin-1 agree (0x7F, 0xA0 and 0xAD differ or are undefined)."""
-    code = ord(c)
-    return 0x20 <= code < 0x7F or code in (9, 10, 13) or (0xA1 <= code <= 0xFF and code != 0xAD)
+# Characters where PDFDocEncoding and Latin-1 differ or are undefined (0x7F, 0xA0, 0xAD ...).
+_NOT_PDFDOC = re.compile("[^\t\n\r\x20-\x7e\xa1-\xac\xae-\xff]")
 
 
 def text_string(value: str) -> bytes:
     """A PDF text string: PDFDocEncoding where it suffices, else UTF-16BE with a BOM."""
-    if all(map(_pdfdoc_safe, value)):
+    if _NOT_PDFDOC.search(value) is None:
         return escape(value.encode("latin-1"))
     return b"<FEFF" + value.encode("utf-16-be").hex().upper().encode("ascii") + b">"
 
