@@ -179,14 +179,21 @@ def make_form(
     return out.getvalue()
 
 
-def _fill_without_appearances(pdf: bytes, values: dict[str, str]) -> bytes:
-    """Set the values the way a careless filler does: ``/V`` only, no appearance streams."""
+def _fill_without_appearances(
+    pdf: bytes, values: dict[str, str], *, keep_pypdf_appearances: bool = False
+) -> bytes:
+    """Set the values the way a careless filler does: ``/V`` only, no appearance streams
+    (or, with ``keep_pypdf_appearances``, the ones pypdf draws)."""
     writer = PdfWriter(clone_from=io.BytesIO(pdf))
     for page in writer.pages:
         writer.update_page_form_field_values(page, values, auto_regenerate=False)
+        if keep_pypdf_appearances:
+            continue
         for ref in page.get("/Annots", []):
             annot = ref.get_object()
-            if annot.get("/FT") == "/Tx":
+            parent = annot.get("/Parent")
+            kind = annot.get("/FT") or (parent.get_object().get("/FT") if parent else None)
+            if kind == "/Tx":
                 annot.pop("/AP", None)
     out = io.BytesIO()
     writer.write(out)
@@ -203,6 +210,11 @@ def test_visible_widgets_skip_hidden_and_pushbuttons() -> None:
     assert box.is_button and not box.is_radio
     assert box.on_states == ("Yes",)
     assert box.rect == BOX_RECT
+
+
+def test_widgets_outside_the_page_are_marked() -> None:
+    widgets = viewcheck.visible_widgets(make_form(other_rect=(320, -100, 500, -80)))
+    assert {w.name: w.on_page for w in widgets} == {"name": True, "other": False, "agree": True}
 
 
 def test_qualified_names_and_inheritance() -> None:
@@ -355,6 +367,17 @@ def test_value_without_its_appearance_state_gains_no_ink() -> None:
     assert gain < INK_GAIN
 
 
+def test_keep_only_flattens_just_the_given_widgets() -> None:
+    form = make_form(text_ap=VALUE, box_on=True)
+    flat = viewcheck.flatten_with_pdfium(form, keep_only={0: [BOX_RECT]})
+    assert viewcheck.text_in_rect(flat, 0, TEXT_RECT) == ""
+    assert viewcheck.text_in_rect(flat, 0, (0, 700, 90, 720)) == "Name:"  # page content stays
+    everything = viewcheck.flatten_with_pdfium(form)
+    assert viewcheck.ink_in_rect(flat, 0, BOX_RECT) == viewcheck.ink_in_rect(
+        everything, 0, BOX_RECT
+    )
+
+
 def test_buttons_off_gives_the_blank_picture() -> None:
     ticked = make_form(box_on=True)
     off = viewcheck.buttons_off(ticked)
@@ -382,13 +405,21 @@ def test_real_form_filled_without_appearances_is_unreadable() -> None:
     template = REAL_FORM.read_bytes()
     texts = [w for w in viewcheck.visible_widgets(template) if w.field_type == "Tx"]
     assert texts
-    values = {w.name: f"José {i}" for i, w in enumerate(texts)}
-    flat = viewcheck.flatten_with_pdfium(
-        _fill_without_appearances(template, values), drop_page_content=True
-    )
-    readable = [
-        w.name
-        for w in texts
-        if viewcheck.text_in_rect(flat, w.page, w.rect) == viewcheck.squash(values[w.name])
-    ]
-    assert readable == []
+    values = {w.name: f"Jé {i}" for i, w in enumerate(texts)}  # fits every MaxLen here
+    filled = _fill_without_appearances(template, values)
+    stored = viewcheck.open_pdf(filled).get_fields() or {}
+    assert all(stored[name].get("/V") == value for name, value in values.items())
+
+    def readable(filled: bytes) -> list[str]:
+        flat = viewcheck.flatten_with_pdfium(filled, drop_page_content=True)
+        return [
+            w.name
+            for w in texts
+            if viewcheck.text_in_rect(flat, w.page, w.rect, drawn_by_widget=True)
+            == viewcheck.squash(values[w.name])
+        ]
+
+    assert readable(filled) == []
+    # Control: the same Latin values with pypdf's own appearance streams do read.
+    drawn = _fill_without_appearances(template, values, keep_pypdf_appearances=True)
+    assert len(readable(drawn)) == len(texts)

@@ -233,7 +233,8 @@ def visible_widgets(pdf: PdfSource | PdfReader) -> list[Widget]:
     )
     widgets: list[Widget] = []
     for page_index, page in enumerate(reader.pages):
-        crop = tuple(float(v) for v in page.cropbox)
+        cx0, cy0, cx1, cy1 = (float(v) for v in page.cropbox)
+        crop = (min(cx0, cx1), min(cy0, cy1), max(cx0, cx1), max(cy0, cy1))
         for ref in _resolve(page.get("/Annots")) or []:
             annot = _resolve(ref)
             if not isinstance(annot, DictionaryObject) or annot.get("/Subtype") != "/Widget":
@@ -264,16 +265,7 @@ def visible_widgets(pdf: PdfSource | PdfReader) -> list[Widget]:
                     da=str(da) if da is not None else form_da,
                     value=_value_text(_inherited(annot, "/V")),
                     format_js=_format_js(actions),
-                    on_page=_overlap(
-                        rect,
-                        (
-                            min(crop[0], crop[2]),
-                            min(crop[1], crop[3]),
-                            max(crop[0], crop[2]),
-                            max(crop[1], crop[3]),
-                        ),
-                    )
-                    > 0,
+                    on_page=_overlap(rect, crop) > 0,
                 )
             )
     return widgets

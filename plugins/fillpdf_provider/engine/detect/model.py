@@ -25,4 +25,5 @@ class Detected:
     max_length: int | None = None
     comb: bool = False
     export: str | None = None  # radio: this button's option
+    group: int | None = None  # radio: buttons of one question share it (per page)
     cue: str = ""  # what on the page gave it away: box, cell, underline, comb, square, circle...

@@ -1,0 +1,376 @@
+"""From a page's geometry to field candidates: cells, underlines, combs, boxes and circles.
+
+Every field in a born-digital form has a drawn cue: a ruled cell or box to write in, a line
+to write on, a row of comb cells, a small square to tick or a circle to choose. The cues
+are found with sorted sweeps over the page's segments; a candidate survives when the space
+it offers is empty of printed text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, Segment
+
+MAX_CELL_HEIGHT = 72.0
+MIN_FIELD_WIDTH = 14.0
+UNDERLINE_HEIGHT = 14.0
+LINE_HEIGHT = 19.0  # the height given to a single-line field in a taller cell
+SINGLE_LINE_MAX = 36.0  # cells taller than this are multiline fields
+_DATE_LABEL = re.compile(r"\b(date|dob|birth|mm\s*/\s*dd|dd\s*/\s*mm|yyyy)\b", re.I)
+_SIGNATURE_LABEL = re.compile(r"\b(signature|sign here|signed)\b", re.I)
+
+
+@dataclass
+class Candidate:
+    """A field candidate in page (top-down) coordinates."""
+
+    kind: str  # text, date, checkbox, radio, signature
+    box: Box
+    cue: str
+    confidence: float
+    label: str | None = None
+    multiline: bool = False
+    max_length: int | None = None
+    group: int | None = None  # radio group index
+
+
+class _CharIndex:
+    """Char boxes sorted by top, to ask "is there text in this box?" cheaply."""
+
+    def __init__(self, boxes: list[Box]) -> None:
+        self.boxes = sorted(boxes, key=lambda b: b[1])
+        self.tops = [b[1] for b in self.boxes]
+
+    def inside(self, box: Box, margin: float = 0.5) -> list[Box]:
+        x0, top, x1, bottom = box
+        lo = bisect.bisect_left(self.tops, top - 40)
+        hi = bisect.bisect_right(self.tops, bottom)
+        found = []
+        for b in self.boxes[lo:hi]:
+            cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+            if x0 + margin < cx < x1 - margin and top + margin < cy < bottom - margin:
+                found.append(b)
+        return found
+
+
+class _SegmentIndex:
+    """Segments sorted by their fixed coordinate."""
+
+    def __init__(self, segments: list[Segment]) -> None:
+        self.items = sorted(segments, key=lambda s: s.at)
+        self.keys = [s.at for s in self.items]
+
+    def between(self, lo: float, hi: float) -> list[Segment]:
+        return self.items[bisect.bisect_left(self.keys, lo) : bisect.bisect_right(self.keys, hi)]
+
+
+def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
+    """Field candidates on one page; ``complete`` adds the slower, rarer cues."""
+    chars = _CharIndex(geo.char_boxes)
+    horizontal = _SegmentIndex([s for s in geo.horizontal if s.b - s.a >= 8])
+    vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 3])
+    found: list[Candidate] = []
+    buttons = _buttons(geo, chars, complete)
+    found.extend(buttons)
+    regions = _regions(geo, horizontal, vertical, chars)
+    found.extend(_combs(regions))
+    found.extend(r for r in regions if r.kind != "_comb_cell")
+    if complete:
+        found.extend(_underscores(geo, chars))
+    found = _drop_overlaps(found)
+    _drop_text_over_buttons(found)
+    return [c for c in found if c.kind != "_drop"]
+
+
+# -- buttons ---------------------------------------------------------------------------
+
+
+def _buttons(geo: PageGeometry, chars: _CharIndex, complete: bool) -> list[Candidate]:
+    found: list[Candidate] = []
+    boxes = [(b, "square") for b in geo.squares] + [(b, "circle") for b in geo.circles]
+    if complete:
+        boxes += geo.glyph_boxes
+    squares = sorted(geo.squares, key=lambda b: (round(b[1]), b[0]))
+    for box, shape in _dedupe_boxes(boxes):
+        if shape == "square" and chars.inside(box, margin=1.0):
+            continue  # a boxed number or letter, not a box to tick
+        if shape == "square" and _in_a_row(box, squares):
+            continue  # character cells: the cells pass finds them as one field
+        kind = "radio" if shape == "circle" else "checkbox"
+        found.append(Candidate(kind, _widget_around(box), shape, 0.9))
+    return found
+
+
+def _widget_around(box: Box) -> Box:
+    """A clickable widget for a small drawn box: forms make it a little larger than the ink."""
+    x0, top, x1, bottom = box
+    side = max(x1 - x0, bottom - top)
+    grown = max(side * 1.2, min(11.0, side * 1.5))
+    if grown <= side:
+        return box
+    cx, cy, half = (x0 + x1) / 2, (top + bottom) / 2, grown / 2
+    return (cx - half, cy - half, cx + half, cy + half)
+
+
+def _in_a_row(box: Box, squares: list[Box]) -> bool:
+    """Whether a square touches an equal square beside it on the same line."""
+    for other in squares:
+        if other is box or abs(other[1] - box[1]) > 1.5 or abs(other[3] - box[3]) > 1.5:
+            continue
+        if abs(other[0] - box[2]) <= 3.0 or abs(box[0] - other[2]) <= 3.0:
+            return True
+    return False
+
+
+def _dedupe_boxes(boxes: list[tuple[Box, str]]) -> list[tuple[Box, str]]:
+    """Nested or repeated squares (double borders, fill plus stroke) become one."""
+    kept: list[tuple[Box, str]] = []
+    for box, shape in sorted(boxes, key=lambda item: -_area(item[0])):
+        if any(_iou(box, other) > 0.3 or _contains(other, box) for other, _ in kept):
+            continue
+        kept.append((box, shape))
+    return kept
+
+
+# -- cells and underlines ----------------------------------------------------------------
+
+
+def _regions(
+    geo: PageGeometry, horizontal: _SegmentIndex, vertical: _SegmentIndex, chars: _CharIndex
+) -> list[Candidate]:
+    found: list[Candidate] = []
+    for line in horizontal.items:
+        y = line.at
+        splits = [
+            v.at
+            for v in vertical.between(line.a + 2.0, line.b - 2.0)
+            if v.a <= y - 2.5 and v.b >= y - 1.5
+        ]
+        edges = [line.a, *sorted(splits), line.b]
+        bounded = [False] + [True] * len(splits) + [False]
+        for i in range(len(edges) - 1):
+            a, b = edges[i], edges[i + 1]
+            if b - a < 5.0:
+                continue
+            closed_sides = bounded[i] + bounded[i + 1] + _side_walls(vertical, a, b, y)
+            top = _ceiling(horizontal, a, b, y)
+            candidate = _region(geo, vertical, chars, a, b, y, top, closed_sides)
+            if candidate is not None:
+                found.append(candidate)
+    return found
+
+
+def _side_walls(vertical: _SegmentIndex, a: float, b: float, y: float) -> int:
+    """How many of the interval's ends have a vertical rule rising from the baseline."""
+    walls = 0
+    for end in (a, b):
+        if any(v.a <= y - 2.5 and v.b >= y - 1.5 for v in vertical.between(end - 1.5, end + 1.5)):
+            walls += 1
+    return min(walls, 2)
+
+
+def _ceiling(horizontal: _SegmentIndex, a: float, b: float, y: float) -> float | None:
+    """The nearest rule above ``y`` that covers most of ``[a, b]``."""
+    best = None
+    for seg in horizontal.between(y - MAX_CELL_HEIGHT, y - 4.0):
+        if min(seg.b, b) - max(seg.a, a) >= 0.6 * (b - a) and (best is None or seg.at > best):
+            best = seg.at
+    return best
+
+
+def _region(
+    geo: PageGeometry,
+    vertical: _SegmentIndex,
+    chars: _CharIndex,
+    a: float,
+    b: float,
+    y: float,
+    top: float | None,
+    walls: int,
+) -> Candidate | None:
+    width = b - a
+    if top is not None and walls >= 1:
+        height = y - top
+        box = (a, top, b, y)
+        if width <= 28 and height <= 30:
+            inside = chars.inside(box, 1.0)
+            return None if inside else Candidate("_comb_cell", box, "cell", 0.8)
+        return _cell(chars, box)
+    if width < MIN_FIELD_WIDTH:
+        return None
+    return _underline(geo, vertical, chars, a, b, y, top)
+
+
+def _cell(chars: _CharIndex, box: Box) -> Candidate | None:
+    x0, top, x1, bottom = box
+    width, height = x1 - x0, bottom - top
+    if width < MIN_FIELD_WIDTH or height < 6:
+        return None
+    inside = chars.inside(box, 0.8)
+    if not inside:
+        if height > SINGLE_LINE_MAX:
+            return Candidate("text", box, "cell", 0.85, multiline=True)
+        # A single-line field sits at the bottom of a tall cell.
+        return Candidate("text", (x0, bottom - min(height, LINE_HEIGHT), x1, bottom), "cell", 0.9)
+    text_x1 = max(c[2] for c in inside)
+    text_bottom = max(c[3] for c in inside)
+    text_top = min(c[1] for c in inside)
+    # A label along the top of the cell: the field is the space under it.
+    if text_bottom <= top + 0.6 * height and bottom - text_bottom >= 8:
+        return Candidate(
+            "text",
+            (x0, text_bottom + 0.5, x1, bottom),
+            "cell-below-label",
+            0.75,
+            multiline=bottom - text_bottom > 34,
+        )
+    # A label at the left: the field is the space after it.
+    if x1 - text_x1 >= max(28.0, 0.35 * width) and text_top >= top - 1:
+        return Candidate("text", (text_x1 + 2.0, top, x1, bottom), "cell-after-label", 0.7)
+    return None
+
+
+def _box_below(vertical: _SegmentIndex, a: float, b: float, y: float) -> bool:
+    """Whether rules drop from the ends of ``[a, b]`` at ``y`` (a box hangs below it)."""
+    for end in (a, b):
+        if any(v.a <= y + 1.5 and v.b >= y + 4 for v in vertical.between(end - 1.5, end + 1.5)):
+            return True
+    return False
+
+
+def _underline(
+    geo: PageGeometry,
+    vertical: _SegmentIndex,
+    chars: _CharIndex,
+    a: float,
+    b: float,
+    y: float,
+    top: float | None,
+) -> Candidate | None:
+    height = UNDERLINE_HEIGHT if top is None else min(UNDERLINE_HEIGHT, max(y - top, 6.0))
+    box = (a, y - height, b, y)
+    if b - a > 0.75 * geo.width:
+        return None  # a rule across the page separates sections
+    if _box_below(vertical, a, b, y):
+        return None  # the top edge of a box or table, not a line to write on
+    if chars.inside((a, y - height, b, y - 0.8), 0.3):
+        return None  # text written on a rule: a heading or a table row
+    return Candidate("text", box, "underline", 0.8)
+
+
+def _combs(regions: list[Candidate]) -> list[Candidate]:
+    """Runs of small equal cells on one baseline are one field; a lone square is a checkbox.
+
+    Groups of cells a little apart (an SSN's 3-2-4, the thousands of an amount) stay one
+    field, as forms fill them with one value.
+    """
+    cells = sorted(
+        (r for r in regions if r.kind == "_comb_cell"), key=lambda r: (round(r.box[3]), r.box[0])
+    )
+    found: list[Candidate] = []
+    run: list[Candidate] = []
+
+    def flush() -> None:
+        if len(run) >= 3:
+            x0, top = run[0].box[0], min(r.box[1] for r in run)
+            x1, bottom = run[-1].box[2], max(r.box[3] for r in run)
+            found.append(
+                Candidate("text", (x0, top, x1, bottom), "comb", 0.85, max_length=len(run))
+            )
+        else:
+            for r in run:
+                width, height = r.box[2] - r.box[0], r.box[3] - r.box[1]
+                square = (
+                    width <= 16 and height <= 16 and abs(width - height) <= 0.3 * max(width, height)
+                )
+                found.append(Candidate("checkbox" if square else "text", r.box, "cell", 0.75))
+        run.clear()
+
+    for cell in cells:
+        if run:
+            last = run[-1]
+            width, last_width = cell.box[2] - cell.box[0], last.box[2] - last.box[0]
+            if (
+                abs(cell.box[3] - last.box[3]) <= 1.5
+                and -1.0 <= cell.box[0] - last.box[2] <= 1.3 * last_width
+                and abs(width - last_width) <= 0.25 * max(width, last_width) + 0.5
+            ):
+                run.append(cell)
+                continue
+            flush()
+        run.append(cell)
+    flush()
+    return found
+
+
+def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
+    found = []
+    for (x0, _top, x1, bottom), size in geo.underscores:
+        if x1 - x0 < MIN_FIELD_WIDTH:
+            continue
+        height = max(UNDERLINE_HEIGHT, size * 1.2)
+        found.append(Candidate("text", (x0, bottom - height, x1, bottom), "underscores", 0.7))
+    return found
+
+
+# -- overlaps ----------------------------------------------------------------------------
+
+
+def _drop_overlaps(found: list[Candidate]) -> list[Candidate]:
+    """Keep the most confident of candidates that cover the same place."""
+    kept: list[Candidate] = []
+    for cand in sorted(found, key=lambda c: (-c.confidence, -_area(c.box))):
+        if any(_iou(cand.box, k.box) > 0.4 for k in kept):
+            continue
+        kept.append(cand)
+    return kept
+
+
+def _drop_text_over_buttons(found: list[Candidate]) -> None:
+    """A text candidate that contains a checkbox is the row the box sits in, not a field."""
+    buttons = [c.box for c in found if c.kind in ("checkbox", "radio")]
+    if not buttons:
+        return
+    for cand in found:
+        inner = cand.kind == "text" and cand.cue != "comb"
+        if inner and any(_contains(cand.box, b, 1.0) for b in buttons):
+            cand.kind = "_drop"
+
+
+def _area(box: Box) -> float:
+    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
+
+
+def _iou(a: Box, b: Box) -> float:
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    inter = (x1 - x0) * (y1 - y0)
+    return inter / (_area(a) + _area(b) - inter)
+
+
+def _contains(outer: Box, inner: Box, slack: float = 0.5) -> bool:
+    return (
+        outer[0] - slack <= inner[0]
+        and outer[1] - slack <= inner[1]
+        and inner[2] <= outer[2] + slack
+        and inner[3] <= outer[3] + slack
+    )
+
+
+def typed(kind: str, label: str | None) -> str:
+    """Refine a text candidate's type from its label (dates, signatures)."""
+    if kind != "text" or not label:
+        return kind
+    if _SIGNATURE_LABEL.search(label):
+        return "signature"
+    if _DATE_LABEL.search(label):
+        return "date"
+    return kind
+
+
+__all__ = ["Candidate", "Line", "find_candidates", "typed"]

@@ -1,0 +1,173 @@
+"""Labels and names: the printed text a field belongs to, and a column-friendly name from it.
+
+A label is looked for where forms put it: inside the cell above the writing space, on the
+same line to the left, on the line above, or (for signature lines) just below. Names are
+snake_case words of the label, without line numbers, numbered only to break ties.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+
+from fillpdf_provider.engine.detect.fields import Candidate
+from fillpdf_provider.engine.detect.page import Box, Line
+
+MAX_NAME = 40
+_LEADING_NUMBER = re.compile(r"^(?:\(?[0-9]{1,3}[a-z]?\)?[.:]?|\(?[a-z]\)|[a-z][.)])\s+", re.I)
+_DOT_LEADERS = re.compile(r"(?:\s*\.){3,}.*$")
+_WORD = re.compile(r"[0-9a-z]+")
+_NOISE = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "of",
+        "if",
+        "any",
+        "your",
+        "please",
+        "enter",
+        "print",
+        "type",
+        "or",
+        "here",
+        "s",
+    }
+)
+
+
+class LabelIndex:
+    """Text lines sorted by top, to find the text around a box quickly."""
+
+    def __init__(self, lines: list[Line]) -> None:
+        self.lines = sorted(lines, key=lambda line: line.top)
+        self.tops = [line.top for line in self.lines]
+
+    def near(self, top: float, bottom: float) -> list[Line]:
+        lo = bisect.bisect_left(self.tops, top)
+        hi = bisect.bisect_right(self.tops, bottom)
+        return self.lines[lo:hi]
+
+    def label_for(self, cand: Candidate) -> str | None:
+        _x0, top, _x1, bottom = cand.box
+        height = bottom - top
+        if cand.kind in ("checkbox", "radio"):
+            return self._right_of(cand.box) or self._left_of(cand.box, 160)
+        return (
+            self._inside_top(cand.box)
+            or self._left_of(cand.box, 48)
+            or self._above(cand.box, max(10.0, min(height, 16.0)))
+            or self._left_of(cand.box, 220)
+            or self._below(cand.box)
+        )
+
+    def _right_of(self, box: Box) -> str | None:
+        _x0, top, x1, bottom = box
+        middle = (top + bottom) / 2
+        best = None
+        for line in self.near(top - 12, bottom + 2):
+            for word_start, text in _phrases(line):
+                beside = line.top - 2 <= middle <= line.bottom + 2 and 0 <= word_start - x1 <= 40
+                if beside and (best is None or word_start < best[0]):
+                    best = (word_start, text)
+        return best[1] if best else None
+
+    def _left_of(self, box: Box, reach: float) -> str | None:
+        x0, top, _x1, bottom = box
+        middle = top + 0.6 * (bottom - top)
+        best = None
+        for line in self.near(top - 30, bottom + 2):
+            if not line.top - 3 <= middle <= line.bottom + 6:
+                continue
+            for _word_start, text, word_end in _phrases_with_end(line):
+                gap = x0 - word_end
+                if -2 <= gap <= reach and (best is None or gap < best[0]):
+                    best = (gap, text)
+        return best[1] if best else None
+
+    def _above(self, box: Box, reach: float) -> str | None:
+        x0, top, x1, _bottom = box
+        best = None
+        for line in self.near(top - reach - 20, top + 2):
+            if not top - reach - 2 <= line.bottom <= top + 3:
+                continue
+            if line.x1 < x0 - 4 or line.x0 > x0 + 0.6 * (x1 - x0):
+                continue
+            distance = top - line.bottom
+            if best is None or distance < best[0]:
+                best = (distance, line.text)
+        return best[1] if best else None
+
+    def _inside_top(self, box: Box) -> str | None:
+        x0, top, x1, _bottom = box
+        for line in self.near(top - 14, top + 2):
+            just_above = line.bottom <= top + 1.5 and top - line.bottom <= 12
+            if just_above and x0 - 4 <= line.x0 < x0 + 0.5 * (x1 - x0):
+                return line.text
+        return None
+
+    def _below(self, box: Box) -> str | None:
+        x0, _top, x1, bottom = box
+        for line in self.near(bottom - 1, bottom + 12):
+            if x0 - 4 <= line.x0 <= x0 + 0.5 * (x1 - x0):
+                return line.text
+        return None
+
+
+def _phrases(line: Line) -> list[tuple[float, str]]:
+    return [(start, text) for start, text, _ in _phrases_with_end(line)]
+
+
+def _phrases_with_end(line: Line) -> list[tuple[float, str, float]]:
+    """A line cut where words stand far apart (label columns share a baseline)."""
+    phrases: list[tuple[float, str, float]] = []
+    words = line.words
+    start = 0
+    for i in range(1, len(words) + 1):
+        if i == len(words) or words[i].x0 - words[i - 1].x1 > 1.2 * words[i].size:
+            chunk = words[start:i]
+            phrases.append((chunk[0].x0, " ".join(w.text for w in chunk), chunk[-1].x1))
+            start = i
+    return phrases
+
+
+def snake(label: str | None) -> str:
+    """``"1a Your first name and initial"`` -> ``"first_name_and_initial"``."""
+    if not label:
+        return ""
+    text = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode("ascii")
+    text = _DOT_LEADERS.sub("", text).strip()
+    for _ in range(2):
+        text = _LEADING_NUMBER.sub("", text)
+    words = [w for w in _WORD.findall(text.lower()) if w not in _NOISE] or _WORD.findall(
+        text.lower()
+    )
+    name = ""
+    for word in words:
+        candidate = f"{name}_{word}" if name else word
+        if len(candidate) > MAX_NAME:
+            break
+        name = candidate
+    if name and name[0].isdigit():
+        name = f"field_{name}"
+    return name
+
+
+def unique_names(bases: list[str]) -> list[str]:
+    """Names made unique in order: the first keeps its name, ties get ``_2``, ``_3``."""
+    seen: dict[str, int] = {}
+    taken = set(bases)
+    names = []
+    for base in bases:
+        count = seen.get(base, 0) + 1
+        seen[base] = count
+        name = base if count == 1 else f"{base}_{count}"
+        while count > 1 and name in taken:
+            count += 1
+            seen[base] = count
+            name = f"{base}_{count}"
+        taken.add(name)
+        names.append(name)
+    return names
