@@ -594,11 +594,16 @@ GENERIC_NAMES = frozenset(
 )
 
 
+#: Words a label may open with that a name derived from it can leave out.
+FILLER_WORDS = frozenset({"your", "the", "please", "enter", "print", "type", "any", "this"})
+
+
 def name_from_label(name: str, label: str | None) -> bool | None:
     """Whether ``name`` is (leniently) derived from ``label``; None when there is no label.
 
     Lenient: the name starts with the first word of the snake_cased label (``_2`` suffixes
-    and any later words don't matter); or the label starts with a number ("1a Wages") and a
+    and any later words don't matter), or with its first word after filler such as "your";
+    or the label starts with a number ("1a Wages") and a
     short prefix such as ``line_`` comes before it (but not a fallback like ``field_1``); or
     the name skips a one- or two-character marker such as "(a)"; or the name is the first
     word cut short (at least 3 characters).
@@ -624,6 +629,11 @@ def name_from_label(name: str, label: str | None) -> bool | None:
         return True
     if len(label_words) > 1 and len(first) <= 2 and joined.startswith(label_words[1]):
         return True
+    content = [w for w in label_words if not (w.isdigit() or len(w) <= 2)]
+    while content and content[0] in FILLER_WORDS:
+        content = content[1:]
+    if content and joined.startswith(content[0]):
+        return True  # "Your first name" -> first_name: leading filler words dropped
     return len(joined) >= 3 and first.startswith(joined)
 
 

@@ -1,7 +1,10 @@
-"""The ``fillpdf`` command: inspect a form, fill it once, or fill it for every row of a table.
+"""The ``fillpdf`` command: make a flat PDF fillable, inspect a form, fill it once, or fill it
+for every row of a table.
 
 Other tools call these forms, so their arguments and outputs are kept stable:
 
+    fillpdf convert FLAT.pdf -o FILLABLE.pdf [--detect fields|fields_fast] [--preview DIR]
+                    [--json]
     fillpdf inspect FORM.pdf --json
     fillpdf fill FORM.pdf --values VALUES.json -o OUT.pdf [--flatten]
     fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
@@ -22,7 +25,27 @@ from pathlib import Path
 from fillpdf_provider import __version__
 from fillpdf_provider.engine import FillPdfError, Template, inspect
 from fillpdf_provider.engine.batch import count_rows, fill_rows
+from fillpdf_provider.engine.convert import convert
+from fillpdf_provider.engine.detect import MODES
 from fillpdf_provider.engine.filler import write_atomic
+from fillpdf_provider.engine.preview import write_preview
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    result = convert(args.pdf, detect=args.detect)
+    # The previews come first: if their folder cannot be written, no output is left behind.
+    previews = write_preview(result.pdf, result.schema, Path(args.preview)) if args.preview else []
+    write_atomic(Path(args.output), result.pdf)
+    if previews:
+        print(f"wrote {len(previews)} preview PNGs to {args.preview}", file=sys.stderr)
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    pages = f"{result.pages} page" + ("s" if result.pages != 1 else "")
+    found = f"{result.fields} field" + ("s" if result.fields != 1 else "")
+    print(f"{found} found on {pages} in {result.ms:,} ms; wrote {args.output}")
+    return 0
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -125,10 +148,24 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="fillpdf", description="Inspect and fill PDF forms, one at a time or in bulk."
+        prog="fillpdf",
+        description="Make flat PDFs fillable; inspect and fill PDF forms, one at a time or in bulk.",
     )
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("convert", help="detect the fields of a flat PDF and make it fillable")
+    p.add_argument("pdf", help="a flat PDF (printed boxes and lines, no form fields)")
+    p.add_argument("-o", "--output", required=True, help="where to write the fillable PDF")
+    p.add_argument(
+        "--detect",
+        choices=MODES,
+        default="fields",
+        help="fields: every cue (default); fields_fast: PDFium reading, several times faster",
+    )
+    p.add_argument("--preview", metavar="DIR", help="write one PNG per page with the fields drawn")
+    p.add_argument("--json", action="store_true", help="print the conversion result as JSON")
+    p.set_defaults(run=_cmd_convert)
 
     p = commands.add_parser("inspect", help="list a form's fields")
     p.add_argument("form", help="a fillable PDF")

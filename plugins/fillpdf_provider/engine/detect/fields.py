@@ -76,12 +76,13 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     buttons = _buttons(geo, chars, complete)
     found.extend(buttons)
     regions = _regions(geo, horizontal, vertical, chars)
-    found.extend(_combs(regions))
+    found.extend(_combs(regions, chars))
     found.extend(r for r in regions if r.kind != "_comb_cell")
     if complete:
         found.extend(_underscores(geo, chars))
     found = _drop_overlaps(found)
     _drop_text_over_buttons(found)
+    _drop_shaded(found, geo.shaded)
     return [c for c in found if c.kind != "_drop"]
 
 
@@ -157,9 +158,7 @@ def _regions(
                 continue
             closed_sides = bounded[i] + bounded[i + 1] + _side_walls(vertical, a, b, y)
             top = _ceiling(horizontal, a, b, y)
-            candidate = _region(geo, vertical, chars, a, b, y, top, closed_sides)
-            if candidate is not None:
-                found.append(candidate)
+            found.extend(_region(geo, vertical, chars, a, b, y, top, closed_sides))
     return found
 
 
@@ -190,47 +189,81 @@ def _region(
     y: float,
     top: float | None,
     walls: int,
-) -> Candidate | None:
+) -> list[Candidate]:
     width = b - a
     if top is not None and walls >= 1:
         height = y - top
         box = (a, top, b, y)
         if width <= 28 and height <= 30:
             inside = chars.inside(box, 1.0)
-            return None if inside else Candidate("_comb_cell", box, "cell", 0.8)
+            return [] if inside else [Candidate("_comb_cell", box, "cell", 0.8)]
+        if width <= 36 and height <= 36 and abs(width - height) <= 0.35 * max(width, height):
+            return [] if chars.inside(box, 1.0) else [_cell_field(box)]
         return _cell(chars, box)
     if width < MIN_FIELD_WIDTH:
-        return None
-    return _underline(geo, vertical, chars, a, b, y, top)
+        return []
+    found = _underline(geo, vertical, chars, a, b, y, top)
+    return [found] if found is not None else []
 
 
-def _cell(chars: _CharIndex, box: Box) -> Candidate | None:
+def _cell(chars: _CharIndex, box: Box) -> list[Candidate]:
     x0, top, x1, bottom = box
     width, height = x1 - x0, bottom - top
     if width < MIN_FIELD_WIDTH or height < 6:
-        return None
+        return []
     inside = chars.inside(box, 0.8)
     if not inside:
         if height > SINGLE_LINE_MAX:
-            return Candidate("text", box, "cell", 0.85, multiline=True)
+            return [Candidate("text", box, "cell", 0.85, multiline=True)]
         # A single-line field sits at the bottom of a tall cell.
-        return Candidate("text", (x0, bottom - min(height, LINE_HEIGHT), x1, bottom), "cell", 0.9)
-    text_x1 = max(c[2] for c in inside)
+        return [Candidate("text", (x0, bottom - min(height, LINE_HEIGHT), x1, bottom), "cell", 0.9)]
     text_bottom = max(c[3] for c in inside)
     text_top = min(c[1] for c in inside)
     # A label along the top of the cell: the field is the space under it.
     if text_bottom <= top + 0.6 * height and bottom - text_bottom >= 8:
-        return Candidate(
+        return [
+            Candidate(
+                "text",
+                (x0, text_bottom + 0.5, x1, bottom),
+                "cell-below-label",
+                0.75,
+                multiline=bottom - text_bottom > 34,
+            )
+        ]
+    if text_top < top - 1:
+        return []
+    gaps = _gaps(inside, x0, x1)
+    if len(inside) == 1 and inside[0][2] - inside[0][0] <= 6.0:
+        # Only a separator inside ("." between dollars and cents, "-" in a number): each
+        # side is a field.
+        wide = [g for g in gaps if g[1] - g[0] >= 16.0]
+    else:
+        # A label at the left, a suffix such as "00" at the right: the widest gap is the field.
+        widest = max(gaps, key=lambda g: g[1] - g[0])
+        wide = [widest] if widest[1] - widest[0] >= max(28.0, 0.35 * width) else []
+    band = (max(top, bottom - LINE_HEIGHT), bottom)
+    return [
+        Candidate(
             "text",
-            (x0, text_bottom + 0.5, x1, bottom),
-            "cell-below-label",
-            0.75,
-            multiline=bottom - text_bottom > 34,
+            (g[0], band[0], g[1], band[1]),
+            "cell-after-label" if g[0] > x0 + 1 else "cell-before-text",
+            0.7,
         )
-    # A label at the left: the field is the space after it.
-    if x1 - text_x1 >= max(28.0, 0.35 * width) and text_top >= top - 1:
-        return Candidate("text", (text_x1 + 2.0, top, x1, bottom), "cell-after-label", 0.7)
-    return None
+        for g in wide
+    ]
+
+
+def _gaps(chars: list[Box], x0: float, x1: float) -> list[tuple[float, float]]:
+    """The stretches of ``[x0, x1]`` that no char covers (with a little air)."""
+    spans = sorted((c[0] - 2.0, c[2] + 2.0) for c in chars)
+    gaps, cursor = [], x0
+    for start, end in spans:
+        if start > cursor:
+            gaps.append((cursor, start))
+        cursor = max(cursor, end)
+    if x1 > cursor:
+        gaps.append((cursor, x1))
+    return gaps or [(x0, x0)]
 
 
 def _box_below(vertical: _SegmentIndex, a: float, b: float, y: float) -> bool:
@@ -261,11 +294,12 @@ def _underline(
     return Candidate("text", box, "underline", 0.8)
 
 
-def _combs(regions: list[Candidate]) -> list[Candidate]:
+def _combs(regions: list[Candidate], chars: _CharIndex) -> list[Candidate]:
     """Runs of small equal cells on one baseline are one field; a lone square is a checkbox.
 
     Groups of cells a little apart (an SSN's 3-2-4, the thousands of an amount) stay one
-    field, as forms fill them with one value.
+    field, as forms fill them with one value. A run whose cells each sit under their own
+    column heading (Jan, Feb, ...) is a row of separate fields instead.
     """
     cells = sorted(
         (r for r in regions if r.kind == "_comb_cell"), key=lambda r: (round(r.box[3]), r.box[0])
@@ -274,19 +308,17 @@ def _combs(regions: list[Candidate]) -> list[Candidate]:
     run: list[Candidate] = []
 
     def flush() -> None:
-        if len(run) >= 3:
+        if len(run) >= 3 and _headed_columns(run, chars):
+            for r in run:
+                found.append(_cell_field(r.box))
+        elif len(run) >= 3:
             x0, top = run[0].box[0], min(r.box[1] for r in run)
             x1, bottom = run[-1].box[2], max(r.box[3] for r in run)
             found.append(
                 Candidate("text", (x0, top, x1, bottom), "comb", 0.85, max_length=len(run))
             )
         else:
-            for r in run:
-                width, height = r.box[2] - r.box[0], r.box[3] - r.box[1]
-                square = (
-                    width <= 16 and height <= 16 and abs(width - height) <= 0.3 * max(width, height)
-                )
-                found.append(Candidate("checkbox" if square else "text", r.box, "cell", 0.75))
+            found.extend(_cell_field(r.box) for r in run)
         run.clear()
 
     for cell in cells:
@@ -304,6 +336,34 @@ def _combs(regions: list[Candidate]) -> list[Candidate]:
         run.append(cell)
     flush()
     return found
+
+
+def _cell_field(box: Box) -> Candidate:
+    """A small cell alone: a square one is a box to tick, drawn a little inside the cell."""
+    x0, top, x1, bottom = box
+    width, height = x1 - x0, bottom - top
+    if width <= 36 and height <= 36 and abs(width - height) <= 0.35 * max(width, height):
+        if width <= 16:
+            return Candidate("checkbox", box, "cell", 0.75)
+        side = 0.7 * min(width, height)
+        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+        return Candidate(
+            "checkbox", (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2), "cell", 0.6
+        )
+    return Candidate("text", box, "cell", 0.75)
+
+
+def _headed_columns(run: list[Candidate], chars: _CharIndex) -> bool:
+    """Whether most cells of a run have a heading of their own printed just above them."""
+    headed = 0
+    for cell in run:
+        x0, top, x1, _ = cell.box
+        band = chars.inside((x0 - 30.0, top - 14.0, x1 + 30.0, top), 0.0)
+        own = [c for c in band if x0 - 1 <= c[0] and c[2] <= x1 + 1]
+        straddling = [c for c in band if c[0] < x0 - 1 < c[2] or c[0] < x1 + 1 < c[2]]
+        if own and not straddling:
+            headed += 1
+    return headed >= 0.6 * len(run)
 
 
 def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
@@ -338,6 +398,21 @@ def _drop_text_over_buttons(found: list[Candidate]) -> None:
         inner = cand.kind == "text" and cand.cue != "comb"
         if inner and any(_contains(cand.box, b, 1.0) for b in buttons):
             cand.kind = "_drop"
+
+
+def _drop_shaded(found: list[Candidate], shaded: list[Box]) -> None:
+    """Tinted cells are the form's own ("for office use", "do not write here")."""
+    if not shaded:
+        return
+    for cand in found:
+        if cand.kind in ("checkbox", "radio") or cand.cue == "comb":
+            continue  # boxes drawn on a tinted strip are still boxes to fill
+        x0, top, x1, bottom = cand.box
+        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+        for s in shaded:
+            if s[0] <= cx <= s[2] and s[1] <= cy <= s[3] and s[2] - s[0] >= 0.8 * (x1 - x0):
+                cand.kind = "_drop"
+                break
 
 
 def _area(box: Box) -> float:

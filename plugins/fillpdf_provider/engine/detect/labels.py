@@ -18,24 +18,7 @@ MAX_NAME = 40
 _LEADING_NUMBER = re.compile(r"^(?:\(?[0-9]{1,3}[a-z]?\)?[.:]?|\(?[a-z]\)|[a-z][.)])\s+", re.I)
 _DOT_LEADERS = re.compile(r"(?:\s*\.){3,}.*$")
 _WORD = re.compile(r"[0-9a-z]+")
-_NOISE = frozenset(
-    {
-        "the",
-        "a",
-        "an",
-        "of",
-        "if",
-        "any",
-        "your",
-        "please",
-        "enter",
-        "print",
-        "type",
-        "or",
-        "here",
-        "s",
-    }
-)
+_LEADING_FILLER = frozenset({"your", "the", "please", "enter", "print", "type", "any", "this"})
 
 
 class LabelIndex:
@@ -141,9 +124,9 @@ def snake(label: str | None) -> str:
     text = _DOT_LEADERS.sub("", text).strip()
     for _ in range(2):
         text = _LEADING_NUMBER.sub("", text)
-    words = [w for w in _WORD.findall(text.lower()) if w not in _NOISE] or _WORD.findall(
-        text.lower()
-    )
+    words = _WORD.findall(text.lower())
+    while len(words) > 1 and words[0] in _LEADING_FILLER:
+        words = words[1:]
     name = ""
     for word in words:
         candidate = f"{name}_{word}" if name else word

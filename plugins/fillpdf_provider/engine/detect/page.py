@@ -77,6 +77,7 @@ class PageGeometry:
     glyph_boxes: list[tuple[Box, str]] = field(default_factory=list)  # (box, "square"|"circle")
     underscores: list[tuple[Box, float]] = field(default_factory=list)  # runs of "_", font size
     rect_boxes: list[Box] = field(default_factory=list)  # stroked rectangles of field size
+    shaded: list[Box] = field(default_factory=list)  # tinted areas (not for writing)
     char_boxes: list[Box] = field(default_factory=list)
 
     @property
@@ -120,6 +121,10 @@ def _read_rect(geo: PageGeometry, obj: dict) -> None:
         return
     if width > geo.width * 0.9 and height > geo.height * 0.5:
         return  # a page frame or background
+    if obj.get("fill") and width * height < 0.2 * geo.width * geo.height:
+        level = gray_level(obj.get("non_stroking_color"))
+        if level is not None and level < 0.97:
+            geo.shaded.append((x0, top, x1, bottom))
     if _is_square(width, height) and (obj.get("stroke") or obj.get("fill")):
         geo.squares.append((x0, top, x1, bottom))
     if obj.get("stroke"):
@@ -129,6 +134,23 @@ def _read_rect(geo: PageGeometry, obj: dict) -> None:
     geo.horizontal.append(Segment(x0, x1, bottom))
     geo.vertical.append(Segment(top, bottom, x0))
     geo.vertical.append(Segment(top, bottom, x1))
+
+
+def gray_level(color: object) -> float | None:
+    """Lightness of a fill colour, 0 black to 1 white (None when it cannot be told)."""
+    if isinstance(color, int | float):
+        return float(color)
+    try:
+        values = [float(v) for v in color]  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return None
+    if len(values) == 1:
+        return values[0]
+    if len(values) == 3:
+        return 0.3 * values[0] + 0.59 * values[1] + 0.11 * values[2]
+    if len(values) == 4:
+        return 1.0 - min(1.0, 0.3 * values[0] + 0.59 * values[1] + 0.11 * values[2] + values[3])
+    return None
 
 
 def _read_curve(geo: PageGeometry, obj: dict) -> None:
