@@ -32,12 +32,16 @@ from fillpdf_provider.engine.preview import write_preview
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
+    preview_dir = Path(args.preview) if args.preview else None
+    if preview_dir is not None and preview_dir.exists() and not preview_dir.is_dir():
+        raise FillPdfError(f"--preview {args.preview} is a file; give a folder for the PNGs.")
     result = convert(args.pdf, detect=args.detect)
     # The previews come first: if their folder cannot be written, no output is left behind.
-    previews = write_preview(result.pdf, result.schema, Path(args.preview)) if args.preview else []
+    previews = write_preview(result.pdf, result.schema, preview_dir) if preview_dir else []
     write_atomic(Path(args.output), result.pdf)
     if previews:
-        print(f"wrote {len(previews)} preview PNGs to {args.preview}", file=sys.stderr)
+        count = f"{len(previews)} preview PNG" + ("s" if len(previews) != 1 else "")
+        print(f"wrote {count} (one per page) to {preview_dir}", file=sys.stderr)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
@@ -149,7 +153,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fillpdf",
-        description="Make flat PDFs fillable; inspect and fill PDF forms, one at a time or in bulk.",
+        description="Make flat PDFs fillable; inspect and fill forms, one at a time or in bulk.",
     )
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -161,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--detect",
         choices=MODES,
         default="fields",
-        help="fields: every cue (default); fields_fast: PDFium reading, several times faster",
+        help="fields: every cue (default); fields_fast: several times faster, but skips "
+        'runs of "_" and box glyphs',
     )
     p.add_argument("--preview", metavar="DIR", help="write one PNG per page with the fields drawn")
     p.add_argument("--json", action="store_true", help="print the conversion result as JSON")

@@ -39,13 +39,34 @@ def _pages(
         return
     import pdfplumber
 
+    from fillpdf_provider.engine.detect.pdfium_page import read_pdfium_page
+
     with pdfplumber.open(io.BytesIO(pdf)) as document:
         for index, page in enumerate(document.pages):
             if max_pages is not None and index >= max_pages:
                 break
-            geo = read_page(page)
-            yield index, geo, _plumber_to_pdf(page)
+            if _content_size(page) > HEAVY_PAGE_BYTES:
+                # pdfminer would take minutes over a page this busy; PDFium reads it bounded.
+                yield index, *read_pdfium_page(pdf, index)
+            else:
+                yield index, read_page(page), _plumber_to_pdf(page)
             page.close()
+
+
+#: Pages whose content streams are larger than this are read through PDFium in every mode.
+HEAVY_PAGE_BYTES = 1_500_000
+
+
+def _content_size(page: object) -> int:
+    from pdfminer.pdftypes import resolve1
+
+    total = 0
+    contents = getattr(page.page_obj, "contents", None) or []  # type: ignore[attr-defined]
+    for stream in contents:
+        stream = resolve1(stream)
+        if hasattr(stream, "get_data"):
+            total += len(stream.get_data())
+    return total
 
 
 def _plumber_to_pdf(page: object):

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, Segment
 
-MAX_CELL_HEIGHT = 72.0
+MAX_CELL_HEIGHT = 150.0
 MIN_FIELD_WIDTH = 14.0
 UNDERLINE_HEIGHT = 14.0
-LINE_HEIGHT = 19.0  # the height given to a single-line field in a taller cell
+# The height given to a single-line field in a taller cell (measured on the corpus).
+LINE_HEIGHT = 19.0
 SINGLE_LINE_MAX = 36.0  # cells taller than this are multiline fields
 _DATE_LABEL = re.compile(r"\b(date|dob|birth|mm\s*/\s*dd|dd\s*/\s*mm|yyyy)\b", re.I)
 _SIGNATURE_LABEL = re.compile(r"\b(signature|sign here|signed)\b", re.I)
@@ -35,6 +36,7 @@ class Candidate:
     multiline: bool = False
     max_length: int | None = None
     group: int | None = None  # radio group index
+    region: Box | None = None  # the ruled cell it came from
 
 
 class _CharIndex:
@@ -56,6 +58,25 @@ class _CharIndex:
         return found
 
 
+class _WordIndex:
+    """Words sorted by bottom, to read the heading printed over a cell."""
+
+    def __init__(self, words: list) -> None:
+        self.words = sorted(words, key=lambda w: w.bottom)
+        self.bottoms = [w.bottom for w in self.words]
+
+    def heading(self, box: Box, reach: float = 14.0) -> str:
+        x0, top, x1, _ = box
+        lo = bisect.bisect_left(self.bottoms, top - reach)
+        hi = bisect.bisect_right(self.bottoms, top + 1.0)
+        return " ".join(w.text for w in self.words[lo:hi] if x0 - 1 <= (w.x0 + w.x1) / 2 <= x1 + 1)
+
+
+_ANSWER_HEADINGS = frozenset(
+    {"yes", "no", "y", "n", "true", "false", "x", "oui", "non", "ja", "nein"}
+)
+
+
 class _SegmentIndex:
     """Segments sorted by their fixed coordinate."""
 
@@ -75,12 +96,12 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     found: list[Candidate] = []
     buttons = _buttons(geo, chars, complete)
     found.extend(buttons)
-    regions = _regions(geo, horizontal, vertical, chars)
+    regions = _regions(geo, horizontal, vertical, chars, _WordIndex(geo.words))
     found.extend(_combs(regions, chars))
     found.extend(r for r in regions if r.kind != "_comb_cell")
-    if complete:
-        found.extend(_underscores(geo, chars))
-    found = _drop_overlaps(found)
+    found.extend(_underscores(geo, chars))
+    _drop_header_rows(found)
+    found = _drop_overlaps([c for c in found if c.kind != "_drop"])
     _drop_text_over_buttons(found)
     _drop_shaded(found, geo.shaded)
     return [c for c in found if c.kind != "_drop"]
@@ -140,7 +161,11 @@ def _dedupe_boxes(boxes: list[tuple[Box, str]]) -> list[tuple[Box, str]]:
 
 
 def _regions(
-    geo: PageGeometry, horizontal: _SegmentIndex, vertical: _SegmentIndex, chars: _CharIndex
+    geo: PageGeometry,
+    horizontal: _SegmentIndex,
+    vertical: _SegmentIndex,
+    chars: _CharIndex,
+    words: _WordIndex,
 ) -> list[Candidate]:
     found: list[Candidate] = []
     for line in horizontal.items:
@@ -158,7 +183,7 @@ def _regions(
                 continue
             closed_sides = bounded[i] + bounded[i + 1] + _side_walls(vertical, a, b, y)
             top = _ceiling(horizontal, a, b, y)
-            found.extend(_region(geo, vertical, chars, a, b, y, top, closed_sides))
+            found.extend(_region(geo, vertical, chars, words, a, b, y, top, closed_sides))
     return found
 
 
@@ -184,6 +209,7 @@ def _region(
     geo: PageGeometry,
     vertical: _SegmentIndex,
     chars: _CharIndex,
+    words: _WordIndex,
     a: float,
     b: float,
     y: float,
@@ -194,6 +220,9 @@ def _region(
     if top is not None and walls >= 1:
         height = y - top
         box = (a, top, b, y)
+        if width <= 40 and height <= 20 and words.heading(box).lower() in _ANSWER_HEADINGS:
+            # A cell under a "Yes" or "No" column heading holds a box to tick.
+            return [] if chars.inside(box, 1.0) else [_answer_box(box)]
         if width <= 28 and height <= 30:
             inside = chars.inside(box, 1.0)
             return [] if inside else [Candidate("_comb_cell", box, "cell", 0.8)]
@@ -207,6 +236,13 @@ def _region(
 
 
 def _cell(chars: _CharIndex, box: Box) -> list[Candidate]:
+    found = _cell_fields(chars, box)
+    for cand in found:
+        cand.region = box
+    return found
+
+
+def _cell_fields(chars: _CharIndex, box: Box) -> list[Candidate]:
     x0, top, x1, bottom = box
     width, height = x1 - x0, bottom - top
     if width < MIN_FIELD_WIDTH or height < 6:
@@ -241,13 +277,14 @@ def _cell(chars: _CharIndex, box: Box) -> list[Candidate]:
         # A label at the left, a suffix such as "00" at the right: the widest gap is the field.
         widest = max(gaps, key=lambda g: g[1] - g[0])
         wide = [widest] if widest[1] - widest[0] >= max(28.0, 0.35 * width) else []
-    band = (max(top, bottom - LINE_HEIGHT), bottom)
+    # Beside its label, a field takes the cell's height.
     return [
         Candidate(
             "text",
-            (g[0], band[0], g[1], band[1]),
+            (g[0], top, g[1], bottom),
             "cell-after-label" if g[0] > x0 + 1 else "cell-before-text",
             0.7,
+            multiline=height > SINGLE_LINE_MAX,
         )
         for g in wide
     ]
@@ -329,6 +366,7 @@ def _combs(regions: list[Candidate], chars: _CharIndex) -> list[Candidate]:
                 abs(cell.box[3] - last.box[3]) <= 1.5
                 and -1.0 <= cell.box[0] - last.box[2] <= 1.3 * last_width
                 and abs(width - last_width) <= 0.25 * max(width, last_width) + 0.5
+                and not _printed_between(last.box, cell.box, chars)
             ):
                 run.append(cell)
                 continue
@@ -336,6 +374,22 @@ def _combs(regions: list[Candidate], chars: _CharIndex) -> list[Candidate]:
         run.append(cell)
     flush()
     return found
+
+
+def _printed_between(left: Box, right: Box, chars: _CharIndex) -> bool:
+    """Whether a dash or other mark stands between two cells (separate numbers, as an EIN)."""
+    if right[0] - left[2] < 2.0:
+        return False
+    return bool(chars.inside((left[2], left[1], right[0], right[3]), 0.0))
+
+
+def _answer_box(box: Box) -> Candidate:
+    x0, top, x1, bottom = box
+    side = min(bottom - top, x1 - x0, 11.0) * 0.85
+    cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+    return Candidate(
+        "checkbox", (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2), "answer-cell", 0.7
+    )
 
 
 def _cell_field(box: Box) -> Candidate:
@@ -367,6 +421,7 @@ def _headed_columns(run: list[Candidate], chars: _CharIndex) -> bool:
 
 
 def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
+    """Blanks typed as text: runs of underscores."""
     found = []
     for (x0, _top, x1, bottom), size in geo.underscores:
         if x1 - x0 < MIN_FIELD_WIDTH:
@@ -398,6 +453,21 @@ def _drop_text_over_buttons(found: list[Candidate]) -> None:
         inner = cand.kind == "text" and cand.cue != "comb"
         if inner and any(_contains(cand.box, b, 1.0) for b in buttons):
             cand.kind = "_drop"
+
+
+def _drop_header_rows(found: list[Candidate]) -> None:
+    """A labelled cell over an empty cell of the same column is a table heading."""
+    empty = [c.region for c in found if c.cue == "cell" and c.region is not None]
+    if not empty:
+        return
+    for cand in found:
+        if cand.region is None or cand.cue not in ("cell-after-label", "cell-before-text"):
+            continue
+        x0, _, x1, bottom = cand.region
+        for other in empty:
+            if abs(other[0] - x0) <= 2 and abs(other[2] - x1) <= 2 and abs(other[1] - bottom) <= 2:
+                cand.kind = "_drop"
+                break
 
 
 def _drop_shaded(found: list[Candidate], shaded: list[Box]) -> None:

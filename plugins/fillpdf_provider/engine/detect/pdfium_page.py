@@ -43,43 +43,102 @@ def read_pdfium_pages(
         document.close()
 
 
+class _View:
+    """PDF user space <-> the page as a viewer shows it (rotated, top-down), like pdfplumber."""
+
+    def __init__(self, page: pdfium.PdfPage) -> None:
+        self.x0, self.y0, self.x1, self.y1 = (float(v) for v in page.get_mediabox())
+        self.rotation = int(page.get_rotation() or 0) % 360
+
+    @property
+    def size(self) -> tuple[float, float]:
+        width, height = self.x1 - self.x0, self.y1 - self.y0
+        return (height, width) if self.rotation in (90, 270) else (width, height)
+
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        r = self.rotation
+        if r == 90:
+            return y - self.y0, x - self.x0
+        if r == 180:
+            return self.x1 - x, y - self.y0
+        if r == 270:
+            return self.y1 - y, self.x1 - x
+        return x - self.x0, self.y1 - y
+
+    def box(self, x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:
+        ax, at = self.point(x0, y0)
+        bx, bt = self.point(x1, y1)
+        return (min(ax, bx), min(at, bt), max(ax, bx), max(at, bt))
+
+    def to_pdf(self, box: tuple[float, float, float, float]) -> Rect:
+        def back(vx: float, vt: float) -> tuple[float, float]:
+            r = self.rotation
+            if r == 90:
+                return vt + self.x0, vx + self.y0
+            if r == 180:
+                return self.x1 - vx, vt + self.y0
+            if r == 270:
+                return self.x1 - vt, self.y1 - vx
+            return vx + self.x0, self.y1 - vt
+
+        ax, ay = back(box[0], box[1])
+        bx, by = back(box[2], box[3])
+        return (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
+
+
+def read_pdfium_page(pdf: bytes, index: int) -> tuple[PageGeometry, object]:
+    """One page's geometry through PDFium (for pages too busy for pdfminer)."""
+    document = pdfium.PdfDocument(pdf)
+    try:
+        page = document[index]
+        try:
+            return _read(page)
+        finally:
+            page.close()
+    finally:
+        document.close()
+
+
 def _read(page: pdfium.PdfPage) -> tuple[PageGeometry, object]:
-    x0, y0, x1, y1 = page.get_mediabox()
-    geo = PageGeometry(float(x1 - x0), float(y1 - y0))
-    _chars(page, geo, y1)
+    view = _View(page)
+    geo = PageGeometry(*view.size)
+    _chars(page, geo, view)
     budget = [_MAX_SEGMENTS]
     for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=3):
-        _path(obj, geo, y1, budget)
+        _path(obj, geo, view, budget)
         if budget[0] <= 0:
             break
     geo.horizontal = _merge(geo.horizontal)
     geo.vertical = _merge(geo.vertical)
-
-    def to_pdf(box: tuple[float, float, float, float]) -> Rect:
-        return (box[0], y1 - box[3], box[2], y1 - box[1])
-
-    return geo, to_pdf
+    return geo, view.to_pdf
 
 
-def _chars(page: pdfium.PdfPage, geo: PageGeometry, top_y: float) -> None:
+def _chars(page: pdfium.PdfPage, geo: PageGeometry, view: _View) -> None:
     textpage = page.get_textpage()
     try:
         count = textpage.count_chars()
         text = textpage.get_text_range(0, count) if count else ""
         handle = textpage.raw
         left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+        ox, oy = ctypes.c_double(), ctypes.c_double()
         chars = []
         for i in range(min(count, len(text))):
             if not raw.FPDFText_GetCharBox(handle, i, left, right, bottom, top):
                 continue
             size = raw.FPDFText_GetFontSize(handle, i) or 8.0
+            x0, _, x1, _ = view.box(left.value, bottom.value, right.value, top.value)
+            # Lines are grouped by baseline: glyph boxes of g, y, p hang lower than the rest.
+            if raw.FPDFText_GetCharOrigin(handle, i, ox, oy):
+                _, baseline = view.point(ox.value, oy.value)
+            else:
+                baseline = view.box(left.value, bottom.value, right.value, top.value)[3]
             chars.append(
                 {
                     "text": text[i],
-                    "x0": left.value,
-                    "x1": right.value,
-                    "top": top_y - top.value,
-                    "bottom": top_y - bottom.value,
+                    "x0": x0,
+                    "x1": x1,
+                    "top": baseline - 0.8 * size,
+                    "bottom": baseline + 0.2 * size,
                     "size": size,
                     "fontname": "",
                 }
@@ -89,7 +148,7 @@ def _chars(page: pdfium.PdfPage, geo: PageGeometry, top_y: float) -> None:
         textpage.close()
 
 
-def _path(obj: pdfium.PdfObject, geo: PageGeometry, top_y: float, budget: list[int]) -> None:
+def _path(obj: pdfium.PdfObject, geo: PageGeometry, view: _View, budget: list[int]) -> None:
     handle = obj.raw
     count = raw.FPDFPath_CountSegments(handle)
     if count <= 0:
@@ -105,27 +164,26 @@ def _path(obj: pdfium.PdfObject, geo: PageGeometry, top_y: float, budget: list[i
     for i in range(count):
         segment = raw.FPDFPath_GetPathSegment(handle, i)
         raw.FPDFPathSegment_GetPoint(segment, x, y)
-        px, py = a * x.value + c * y.value + e, b * x.value + d * y.value + f
+        px, py = view.point(a * x.value + c * y.value + e, b * x.value + d * y.value + f)
         kind = raw.FPDFPathSegment_GetType(segment)
         if kind == raw.FPDF_SEGMENT_MOVETO:
-            _subpath(subpath, curved, geo, top_y)
+            _subpath(subpath, curved, geo)
             subpath, curved = [(px, py)], False
         else:
             curved = curved or kind == raw.FPDF_SEGMENT_BEZIERTO
             subpath.append((px, py))
         if raw.FPDFPathSegment_GetClose(segment) and subpath:
             subpath.append(subpath[0])
-    _subpath(subpath, curved, geo, top_y)
+    _subpath(subpath, curved, geo)
 
 
-def _subpath(
-    points: list[tuple[float, float]], curved: bool, geo: PageGeometry, top_y: float
-) -> None:
+def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry) -> None:
+    """One subpath, its points already in viewer space (x right, top down)."""
     if len(points) < 2:
         return
     xs = [p[0] for p in points]
     ys = [p[1] for p in points]
-    box = (min(xs), top_y - max(ys), max(xs), top_y - min(ys))
+    box = (min(xs), min(ys), max(xs), max(ys))
     width, height = box[2] - box[0], box[3] - box[1]
     if curved:
         if _is_square(width, height, 3.0, 18.0):
@@ -145,6 +203,6 @@ def _subpath(
             geo.rect_boxes.append(box)
     for (ax, ay), (bx, by) in itertools.pairwise(points):
         if abs(ay - by) <= 1.0 and abs(ax - bx) >= 2.0:
-            geo.horizontal.append(Segment(min(ax, bx), max(ax, bx), top_y - (ay + by) / 2))
+            geo.horizontal.append(Segment(min(ax, bx), max(ax, bx), (ay + by) / 2))
         elif abs(ax - bx) <= 1.0 and abs(ay - by) >= 2.0:
-            geo.vertical.append(Segment(top_y - max(ay, by), top_y - min(ay, by), (ax + bx) / 2))
+            geo.vertical.append(Segment(min(ay, by), max(ay, by), (ax + bx) / 2))
