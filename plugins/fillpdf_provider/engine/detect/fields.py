@@ -101,6 +101,7 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     found.extend(r for r in regions if r.kind != "_comb_cell")
     found.extend(_underscores(geo, chars))
     _drop_header_rows(found)
+    _drop_hatched(found, geo.hatches)
     found = _drop_overlaps([c for c in found if c.kind != "_drop"])
     _drop_text_over_buttons(found)
     _drop_shaded(found, geo.shaded)
@@ -468,6 +469,22 @@ def _drop_header_rows(found: list[Candidate]) -> None:
             if abs(other[0] - x0) <= 2 and abs(other[2] - x1) <= 2 and abs(other[1] - bottom) <= 2:
                 cand.kind = "_drop"
                 break
+
+
+def _drop_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) -> None:
+    """Hatched cells are struck out ("not applicable"), not fields."""
+    if not hatches:
+        return
+    points = sorted(hatches)
+    xs = [p[0] for p in points]
+    for cand in found:
+        if cand.kind in ("checkbox", "radio"):
+            continue
+        x0, top, x1, bottom = cand.box
+        lo, hi = bisect.bisect_left(xs, x0), bisect.bisect_right(xs, x1)
+        inside = sum(1 for _, y in points[lo:hi] if top <= y <= bottom)
+        if inside >= 2:
+            cand.kind = "_drop"
 
 
 def _drop_shaded(found: list[Candidate], shaded: list[Box]) -> None:

@@ -78,6 +78,7 @@ class PageGeometry:
     underscores: list[tuple[Box, float]] = field(default_factory=list)  # runs of "_", font size
     rect_boxes: list[Box] = field(default_factory=list)  # stroked rectangles of field size
     shaded: list[Box] = field(default_factory=list)  # tinted areas (not for writing)
+    hatches: list[tuple[float, float]] = field(default_factory=list)  # midpoints of slanted lines
     char_boxes: list[Box] = field(default_factory=list)
 
     @property
@@ -111,6 +112,8 @@ def _add_segment(geo: PageGeometry, x0: float, top: float, x1: float, bottom: fl
         geo.horizontal.append(Segment(x0, x1, (top + bottom) / 2))
     elif width <= 2.0 and height >= 2.0:
         geo.vertical.append(Segment(top, bottom, (x0 + x1) / 2))
+    elif width > 2.0 and height > 2.0:
+        geo.hatches.append(((x0 + x1) / 2, (top + bottom) / 2))  # a slanted stroke
 
 
 def _read_rect(geo: PageGeometry, obj: dict) -> None:

@@ -206,3 +206,5 @@ def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry)
             geo.horizontal.append(Segment(min(ax, bx), max(ax, bx), (ay + by) / 2))
         elif abs(ax - bx) <= 1.0 and abs(ay - by) >= 2.0:
             geo.vertical.append(Segment(min(ay, by), max(ay, by), (ax + bx) / 2))
+        elif abs(ax - bx) > 2.0 and abs(ay - by) > 2.0:
+            geo.hatches.append(((ax + bx) / 2, (ay + by) / 2))
