@@ -8,6 +8,7 @@ fields in PDF user space, named from their printed labels.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 
 from fillpdf_provider.engine.detect.fields import Candidate, find_candidates, typed
@@ -16,6 +17,11 @@ from fillpdf_provider.engine.detect.model import Detected, Rect
 from fillpdf_provider.engine.detect.page import Box, PageGeometry, read_page
 
 MODES = ("fields", "fields_fast")
+_NOT_FOR_YOU = re.compile(
+    r"\b(?:(?:office|official|revenue|agency|department|staff|internal)\s+use|"
+    r"do\s+not\s+(?:write|mark|use|fill))\b",
+    re.I,
+)
 
 
 def detect_fields(pdf: bytes, mode: str = "fields", max_pages: int | None = None) -> list[Detected]:
@@ -99,6 +105,8 @@ def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> li
         if cand.kind == "radio":
             continue
         label = labels.label_for(cand)
+        if label and _NOT_FOR_YOU.search(label):
+            continue  # "For office use only", "Do not write in this area"
         kind = typed(cand.kind, label)
         fields.append(
             Detected(

@@ -446,14 +446,19 @@ def _drop_overlaps(found: list[Candidate]) -> list[Candidate]:
 
 
 def _drop_text_over_buttons(found: list[Candidate]) -> None:
-    """A text candidate that contains a checkbox is the row the box sits in, not a field."""
+    """A text candidate around a checkbox is the cell the box sits in, not a field."""
     buttons = [c.box for c in found if c.kind in ("checkbox", "radio")]
     if not buttons:
         return
     for cand in found:
-        inner = cand.kind == "text" and cand.cue != "comb"
-        if inner and any(_contains(cand.box, b, 1.0) for b in buttons):
-            cand.kind = "_drop"
+        if cand.kind != "text" or cand.cue == "comb":
+            continue
+        x0, top, x1, bottom = cand.box
+        for b in buttons:
+            cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+            if x0 <= cx <= x1 and top <= cy <= bottom:
+                cand.kind = "_drop"
+                break
 
 
 def _drop_header_rows(found: list[Candidate]) -> None:
