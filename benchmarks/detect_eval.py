@@ -70,6 +70,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from tests.viewcheck import (  # noqa: E402
+    _chain,
+    _inherited,
+    _resolve,
+    open_pdf,
+    qualified_name,
+    user_rect_to_plumber,
+)
+
 DEFAULT_CORPUS = Path(
     os.environ.get("FILLPDF_CORPUS") or REPO_ROOT.parent / "shared" / "corpus" / "forms"
 )
@@ -108,7 +117,6 @@ FF_PUSHBUTTON = 1 << 16
 FF_COMB = 1 << 24
 F_HIDDEN = 1 << 1
 F_NOVIEW = 1 << 5
-_MAX_DEPTH = 64
 
 
 # --------------------------------------------------------------------------- PDF reading
@@ -128,39 +136,6 @@ class WidgetBox:
     """Fully qualified field name (``/T`` up the ``/Parent`` chain, joined by ".")."""
     tooltip: str | None = None
     """``/TU`` (inherited): the form author's description, handy when debugging."""
-
-
-def _resolve(obj: Any) -> Any:
-    return obj.get_object() if isinstance(obj, IndirectObject) else obj
-
-
-def _reader(pdf: bytes | PdfReader) -> PdfReader:
-    if isinstance(pdf, PdfReader):
-        return pdf
-    reader = PdfReader(io.BytesIO(pdf))
-    if reader.is_encrypted:
-        reader.decrypt("")
-    return reader
-
-
-def _chain(annot: DictionaryObject) -> Iterator[DictionaryObject]:
-    """The widget, then its parent fields up to the root field (cycle-safe)."""
-    node: Any = annot
-    seen: set[int] = set()
-    for _ in range(_MAX_DEPTH):
-        node = _resolve(node)
-        if not isinstance(node, DictionaryObject) or id(node) in seen:
-            return
-        seen.add(id(node))
-        yield node
-        node = node.get("/Parent")
-
-
-def _inherited(annot: DictionaryObject, key: str) -> Any:
-    for node in _chain(annot):
-        if key in node:
-            return _resolve(node[key])
-    return None
 
 
 def _int(value: Any) -> int:
@@ -259,12 +234,6 @@ def widget_class(annot: DictionaryObject) -> str:
     return "unknown"
 
 
-def qualified_name(annot: DictionaryObject) -> str:
-    """``/T`` values up the ``/Parent`` chain, joined by "."."""
-    parts = [str(_resolve(node["/T"])) for node in _chain(annot) if "/T" in node]
-    return ".".join(reversed(parts))
-
-
 def scan_widgets(pdf: bytes | PdfReader) -> list[tuple[WidgetBox, str | None]]:
     """Every widget annotation of every page, with the reason it is not ground truth (or None).
 
@@ -272,7 +241,7 @@ def scan_widgets(pdf: bytes | PdfReader) -> list[tuple[WidgetBox, str | None]]:
     Hidden or NoView), ``zero area`` (or no readable ``/Rect``), ``off page`` (no overlap
     with the CropBox clipped to the MediaBox).
     """
-    reader = _reader(pdf)
+    reader = open_pdf(pdf)
     found: list[tuple[WidgetBox, str | None]] = []
     for page_index, page in enumerate(reader.pages):
         box = _page_box(page)
@@ -339,7 +308,7 @@ def flatten_form(pdf: bytes) -> bytes:
     Other annotations (links, comments) stay. ``/NeedsRendering`` goes with the form, as it
     only makes sense with XFA. Encrypted forms (empty user password) come out unencrypted.
     """
-    writer = PdfWriter(clone_from=_reader(pdf))
+    writer = PdfWriter(clone_from=open_pdf(pdf))
     for page in writer.pages:
         if "/Annots" not in page:
             continue
@@ -379,7 +348,7 @@ def flat_copy(source: bytes, cache_dir: Path | None) -> bytes:
 
 
 def page_count(pdf: bytes) -> int:
-    return len(_reader(pdf).pages)
+    return len(open_pdf(pdf).pages)
 
 
 # --------------------------------------------------------------------------- matching
@@ -755,7 +724,7 @@ def _write_widgets(pdf: bytes, widgets: Sequence[WidgetBox]) -> tuple[bytes, lis
     """
     from fillpdf_provider.engine.schema import Field
 
-    writer = PdfWriter(clone_from=_reader(pdf))
+    writer = PdfWriter(clone_from=open_pdf(pdf))
     fields = ArrayObject()
     schema: list[Any] = []
     used: Counter[str] = Counter()
@@ -1259,35 +1228,6 @@ def print_overall(total: dict[str, Any], gates: Sequence[Gate], out: TextIO) -> 
 # --------------------------------------------------------------------------- debugging
 
 
-def _plumber_rect(page: Any, rect: Rect) -> Rect:
-    """A user-space rectangle as pdfplumber ``(x0, top, x1, bottom)`` on ``page``.
-
-    pdfminer moves the origin to the MediaBox corner and applies ``/Rotate``; pdfplumber then
-    flips y and shifts by the MediaBox again.
-    """
-    mx0, my0, mx1, my1 = (float(v) for v in page.page_obj.mediabox)
-    rotation = page.rotation
-    if rotation == 90:
-        ctm = (0.0, -1.0, 1.0, 0.0, -my0, mx1)
-    elif rotation == 180:
-        ctm = (-1.0, 0.0, 0.0, -1.0, mx1, my1)
-    elif rotation == 270:
-        ctm = (0.0, 1.0, -1.0, 0.0, my1, -mx0)
-    else:
-        ctm = (1.0, 0.0, 0.0, 1.0, -mx0, -my0)
-    a, b, c, d, e, f = ctm
-    points = [
-        (a * x + c * y + e, b * x + d * y + f)
-        for x in (rect[0], rect[2])
-        for y in (rect[1], rect[3])
-    ]
-    x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
-    y0, y1 = min(p[1] for p in points), max(p[1] for p in points)
-    mb_x0, mb_top = float(page.mediabox[0]), float(page.mediabox[1])
-    height = float(page.mediabox[3]) - mb_top
-    return (x0 + mb_x0, height - y1 + mb_top, x1 + mb_x0, height - y0 + mb_top)
-
-
 class PageContext:
     """What the flat page has around a rectangle: printed words and vector graphics."""
 
@@ -1308,7 +1248,7 @@ class PageContext:
     def describe(self, page_index: int, rect: Rect) -> str:
         """Vector graphics touching ``rect`` and the words inside, left of and above it."""
         page, words, vectors = self._page(page_index)
-        x0, top, x1, bottom = _plumber_rect(page, rect)
+        x0, top, x1, bottom = user_rect_to_plumber(page, rect)
         pad = 1.5
         ink = Counter(
             v["object_type"]

@@ -124,14 +124,3 @@ def build(pages: Sequence[FlatPage], *, password: str | None = None) -> bytes:
 def one_page(page: FlatPage) -> bytes:
     """A one-page PDF of ``page``."""
     return build([page])
-
-
-def iou(a: Rect, b: Rect) -> float:
-    """Intersection over union of two ``(x0, y0, x1, y1)`` rectangles."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0

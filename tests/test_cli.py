@@ -8,7 +8,6 @@ import io
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import formedit
@@ -17,37 +16,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import viewcheck
+from cli_support import ROOT, assert_clean_error, run
 from formkit import Spec, build_form
 
 from fillpdf_provider.engine import inspect
 
-ROOT = Path(__file__).resolve().parents[1]
-FILLPDF = Path(sys.executable).parent / "fillpdf"
 SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
 SAMPLE_ROWS = ROOT / "include" / "sample_rows.csv"
 MANIFEST_COLUMNS = ["row", "path", "sha256", "pages", "bytes", "status", "error"]
 UNSAFE = re.compile(r"[^\w.\- ]+")
-
-
-def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(FILLPDF), *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        timeout=60,
-    )
-
-
-def assert_clean_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
-    """Exit status 1, one line on stderr that names the problem, no traceback."""
-    assert done.returncode == 1, done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines and lines[-1].startswith("fillpdf "), done.stderr
-    for needle in needles:
-        assert needle in done.stderr, (needle, done.stderr)
 
 
 def sample_rows() -> list[dict[str, str]]:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
+import cli_support
 import pytest
 import viewcheck
+from contract import SCHEMA_KEYS
 from flatkit import FlatPage, build
 from PIL import Image
 
 from fillpdf_provider.engine import Template, inspect
 
-FILLPDF = Path(sys.executable).parent / "fillpdf"
 RESULT_KEYS = {
     "status",
     "document_url",
@@ -25,42 +25,13 @@ RESULT_KEYS = {
     "ms",
     "schema",
 }
-SCHEMA_KEYS = {
-    "name",
-    "type",
-    "page",
-    "rect",
-    "label",
-    "confidence",
-    "required",
-    "multiline",
-    "max_length",
-    "options",
-    "read_only",
-    "comb",
-}
 
-
-def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(FILLPDF), *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        timeout=120,
-    )
-
-
-def assert_clean_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
-    """Exit status 1, one line on stderr that names the problem, no traceback."""
-    assert done.returncode == 1, (done.returncode, done.stderr)
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("fillpdf convert: error: "), done.stderr
-    for needle in needles:
-        assert needle in done.stderr, (needle, done.stderr)
+#: ``fillpdf convert`` runs detection on whole pages: it gets 120 s (the other commands 60 s).
+run = partial(cli_support.run, timeout=120)
+#: Its errors are a single line on stderr, ``fillpdf convert: error: ...``.
+assert_clean_error = partial(
+    cli_support.assert_clean_error, prefix="fillpdf convert: error: ", only_line=True
+)
 
 
 @pytest.fixture

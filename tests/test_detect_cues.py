@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import pytest
 import viewcheck
-from flatkit import FlatPage, Rect, build, iou, one_page, text_width
-from viewcheck import squash
+from flatkit import FlatPage, Rect, build, one_page, text_width
+from viewcheck import iou, squash
 
 from fillpdf_provider.engine import (
     EncryptedPdfError,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import formedit
 import pytest
+from contract import CONTRACT_KEYS
 from formkit import FF_READ_ONLY, Spec, build_form
 from pypdf.generic import NameObject, NumberObject, TextStringObject
 
@@ -55,18 +56,6 @@ KIND_TYPES = {
     "combo": "choice",
     "listbox": "choice",
     "signature": "signature",
-}
-CONTRACT_KEYS = {
-    "name",
-    "type",
-    "page",
-    "rect",
-    "label",
-    "confidence",
-    "required",
-    "multiline",
-    "max_length",
-    "options",
 }
 
 

@@ -265,7 +265,7 @@ def visible_widgets(pdf: PdfSource | PdfReader) -> list[Widget]:
                     da=str(da) if da is not None else form_da,
                     value=_value_text(_inherited(annot, "/V")),
                     format_js=_format_js(actions),
-                    on_page=_overlap(rect, crop) > 0,
+                    on_page=iou(rect, crop) > 0,
                 )
             )
     return widgets
@@ -434,8 +434,8 @@ def _depth(x: float, y: float, box: Rect) -> float:
     return min(x - box[0], box[2] - x, y - box[1], box[3] - y)
 
 
-def _overlap(a: Rect, b: Rect) -> float:
-    """Intersection over union of two rectangles."""
+def iou(a: Rect, b: Rect) -> float:
+    """Intersection over union of two ``(x0, y0, x1, y1)`` rectangles."""
     w = min(a[2], b[2]) - max(a[0], b[0])
     h = min(a[3], b[3]) - max(a[1], b[1])
     if w <= 0 or h <= 0:
@@ -466,7 +466,7 @@ def _widget_chars(page: pdfplumber.page.Page, rect: Rect) -> list[dict[str, Any]
         node, depth = stack.pop()
         for child in node:
             if isinstance(child, LTFigure):
-                score = _overlap(target, child.bbox)
+                score = iou(target, child.bbox)
                 if (score, depth) >= best[:2]:
                     best = (score, depth, child)
                 stack.append((child, depth + 1))
