@@ -19,7 +19,8 @@ MIN_FIELD_WIDTH = 14.0
 UNDERLINE_HEIGHT = 14.0
 # The height given to a single-line field in a taller cell (measured on the corpus).
 LINE_HEIGHT = 19.0
-SINGLE_LINE_MAX = 36.0  # cells taller than this are multiline fields
+SINGLE_LINE_MAX = 36.0  # cells taller than this are multiline fields ...
+MULTILINE_MIN_WIDTH = 120.0  # ... unless narrow: an amount column's cell holds one line
 _DATE_LABEL = re.compile(r"\b(date|dob|birth|mm\s*/\s*dd|dd\s*/\s*mm|yyyy)\b", re.I)
 _SIGNATURE_LABEL = re.compile(r"\b(signature|sign here|signed)\b", re.I)
 
@@ -250,7 +251,7 @@ def _cell_fields(chars: _CharIndex, box: Box) -> list[Candidate]:
         return []
     inside = chars.inside(box, 0.8)
     if not inside:
-        if height > SINGLE_LINE_MAX:
+        if height > SINGLE_LINE_MAX and width >= MULTILINE_MIN_WIDTH:
             return [Candidate("text", box, "cell", 0.85, multiline=True)]
         # A single-line field sits at the bottom of a tall cell.
         return [Candidate("text", (x0, bottom - min(height, LINE_HEIGHT), x1, bottom), "cell", 0.9)]
@@ -327,9 +328,15 @@ def _underline(
         return None  # a rule across the page separates sections
     if _box_below(vertical, a, b, y):
         return None  # the top edge of a box or table, not a line to write on
-    if chars.inside((a, y - height, b, y - 0.8), 0.3):
-        return None  # text written on a rule: a heading or a table row
-    return Candidate("text", box, "underline", 0.8)
+    inside = chars.inside((a, y - height, b, y - 0.8), 0.3)
+    if not inside:
+        return Candidate("text", box, "underline", 0.8)
+    if sum(c[2] - c[0] for c in inside) <= 0.12 * (b - a):
+        # A "$" or a short prefix on the line: the blank is what stays free.
+        gap = max(_gaps(inside, a, b), key=lambda g: g[1] - g[0])
+        if gap[1] - gap[0] >= max(MIN_FIELD_WIDTH * 2, 0.6 * (b - a)):
+            return Candidate("text", (gap[0], y - height, gap[1], y), "underline-after-mark", 0.7)
+    return None  # text written on a rule: a heading or a table row
 
 
 def _combs(regions: list[Candidate], chars: _CharIndex) -> list[Candidate]:

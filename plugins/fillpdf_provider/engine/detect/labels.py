@@ -134,7 +134,7 @@ def snake(label: str | None) -> str:
             break
         name = candidate
     if name and name[0].isdigit():
-        name = f"field_{name}"
+        name = f"line_{name}"  # a label that is only a line number: "4(c)" -> line_4_c
     return name
 
 
