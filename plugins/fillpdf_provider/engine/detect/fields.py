@@ -99,7 +99,7 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     found.extend(buttons)
     regions = _regions(geo, horizontal, vertical, chars, _WordIndex(geo.words))
     found.extend(_combs(regions, chars))
-    found.extend(r for r in regions if r.kind != "_comb_cell")
+    found.extend(_lined_areas([r for r in regions if r.kind != "_comb_cell"]))
     found.extend(_underscores(geo, chars))
     _drop_header_rows(found)
     _drop_hatched(found, geo.hatches)
@@ -426,6 +426,33 @@ def _headed_columns(run: list[Candidate], chars: _CharIndex) -> bool:
         if own and not straddling:
             headed += 1
     return headed >= 0.6 * len(run)
+
+
+def _lined_areas(regions: list[Candidate]) -> list[Candidate]:
+    """Four or more equal lines stacked at a writing pitch are one multiline field."""
+    lines = [r for r in regions if r.cue == "underline"]
+    others = [r for r in regions if r.cue != "underline"]
+    columns: dict[tuple[int, int], list[Candidate]] = {}
+    for line in lines:
+        columns.setdefault((round(line.box[0] / 2), round(line.box[2] / 2)), []).append(line)
+    for stack in columns.values():
+        stack.sort(key=lambda c: c.box[3])
+        run: list[Candidate] = []
+        for line in [*stack, None]:
+            if line is not None and run and 10.0 <= line.box[3] - run[-1].box[3] <= 28.0:
+                run.append(line)
+                continue
+            if len(run) >= 4:
+                x0, top, x1, _ = run[0].box
+                others.append(
+                    Candidate(
+                        "text", (x0, top, x1, run[-1].box[3]), "lined-area", 0.8, multiline=True
+                    )
+                )
+            else:
+                others.extend(run)
+            run = [line] if line is not None else []
+    return others
 
 
 def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
