@@ -98,7 +98,7 @@ def _plumber_to_pdf(page: object):
 
 
 def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> list[Detected]:
-    candidates = find_candidates(geo, complete=complete)
+    candidates = _outside_office_use(find_candidates(geo, complete=complete), geo)
     labels = LabelIndex(geo.lines)
     fields: list[Detected] = []
     for cand in candidates:
@@ -127,6 +127,23 @@ def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> li
     )
     fields.sort(key=lambda d: (-d.rect[3], d.rect[0]))
     return fields
+
+
+def _outside_office_use(candidates: list[Candidate], geo: PageGeometry) -> list[Candidate]:
+    """Drop what sits in the strip under an "office use only" heading: the office fills it."""
+    bands = [
+        (line.x0 - 60.0, line.bottom, line.x1 + 60.0, line.bottom + 28.0)
+        for line in geo.lines
+        if _NOT_FOR_YOU.search(line.text)
+    ]
+    if not bands:
+        return candidates
+    kept = []
+    for cand in candidates:
+        cx, cy = (cand.box[0] + cand.box[2]) / 2, (cand.box[1] + cand.box[3]) / 2
+        if not any(b[0] <= cx <= b[2] and b[1] < cy <= b[3] for b in bands):
+            kept.append(cand)
+    return kept
 
 
 def _confidence(cand: Candidate, label: str | None) -> float:
