@@ -102,6 +102,7 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     found.extend(_lined_areas([r for r in regions if r.kind != "_comb_cell"]))
     found.extend(_underscores(geo, chars))
     _drop_header_rows(found)
+    _drop_row_headings(found)
     _drop_hatched(found, geo.hatches)
     found = _drop_overlaps([c for c in found if c.kind != "_drop"])
     _drop_text_over_buttons(found)
@@ -508,6 +509,20 @@ def _drop_header_rows(found: list[Candidate]) -> None:
             if abs(other[0] - x0) <= 2 and abs(other[2] - x1) <= 2 and abs(other[1] - bottom) <= 2:
                 cand.kind = "_drop"
                 break
+
+
+def _drop_row_headings(found: list[Candidate]) -> None:
+    """A labelled cell that starts a table row of two or more empty cells heads that row."""
+    empty = [c.region for c in found if c.cue == "cell" and c.region is not None]
+    for cand in found:
+        if cand.cue != "cell-after-label" or cand.region is None:
+            continue
+        _x0, top, x1, bottom = cand.region
+        row = [
+            o for o in empty if abs(o[1] - top) <= 2 and abs(o[3] - bottom) <= 2 and o[0] >= x1 - 2
+        ]
+        if len(row) >= 2:
+            cand.kind = "_drop"
 
 
 def _drop_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) -> None:
