@@ -502,7 +502,11 @@ def _drop_header_rows(found: list[Candidate]) -> None:
     if not empty:
         return
     for cand in found:
-        if cand.region is None or cand.cue not in ("cell-after-label", "cell-before-text"):
+        if cand.region is None or cand.cue not in (
+            "cell-after-label",
+            "cell-before-text",
+            "cell-below-label",
+        ):
             continue
         x0, _, x1, bottom = cand.region
         for other in empty:

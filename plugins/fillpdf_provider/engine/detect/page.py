@@ -7,6 +7,7 @@ thousands of them and detection must cost less than extracting them.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 Box = tuple[float, float, float, float]  # x0, top, x1, bottom
@@ -125,9 +126,10 @@ def _read_rect(geo: PageGeometry, obj: dict) -> None:
     if width > geo.width * 0.9 and height > geo.height * 0.5:
         return  # a page frame or background
     if obj.get("fill") and width * height < 0.2 * geo.width * geo.height:
-        level = gray_level(obj.get("non_stroking_color"))
-        if level is not None and level < 0.97:
-            geo.shaded.append((x0, top, x1, bottom))
+        color = obj.get("non_stroking_color")
+        level = gray_level(color)
+        if isinstance(color, str) or (level is not None and level < 0.97):
+            geo.shaded.append((x0, top, x1, bottom))  # tinted, or hatched with a pattern
     if _is_square(width, height) and (obj.get("stroke") or obj.get("fill")):
         geo.squares.append((x0, top, x1, bottom))
     if obj.get("stroke"):
@@ -143,6 +145,8 @@ def gray_level(color: object) -> float | None:
     """Lightness of a fill colour, 0 black to 1 white (None when it cannot be told)."""
     if isinstance(color, int | float):
         return float(color)
+    if isinstance(color, str):
+        return None  # a pattern
     try:
         values = [float(v) for v in color]  # type: ignore[union-attr]
     except (TypeError, ValueError):
@@ -168,6 +172,9 @@ def _read_curve(geo: PageGeometry, obj: dict) -> None:
     if height <= 2.0 or width <= 2.0:
         _add_segment(geo, x0, top, x1, bottom)
         return
+    for (ax, ay), (bx, by) in itertools.pairwise(points):
+        if abs(ax - bx) > 2.0 and abs(ay - by) > 2.0:
+            geo.hatches.append(((ax + bx) / 2, (ay + by) / 2))  # a slanted stroke
     if _straight_box(points, width, height):
         geo.horizontal.append(Segment(x0, x1, top))
         geo.horizontal.append(Segment(x0, x1, bottom))
