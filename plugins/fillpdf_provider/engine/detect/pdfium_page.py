@@ -154,6 +154,7 @@ def _path(obj: pdfium.PdfObject, geo: PageGeometry, view: _View, budget: list[in
     if count <= 0:
         return
     budget[0] -= count
+    _shading(obj, geo, view)
     matrix = raw.FS_MATRIX()
     if not raw.FPDFPageObj_GetMatrix(handle, matrix):
         matrix = raw.FS_MATRIX(1, 0, 0, 1, 0, 0)
@@ -175,6 +176,26 @@ def _path(obj: pdfium.PdfObject, geo: PageGeometry, view: _View, budget: list[in
         if raw.FPDFPathSegment_GetClose(segment) and subpath:
             subpath.append(subpath[0])
     _subpath(subpath, curved, geo)
+
+
+def _shading(obj: pdfium.PdfObject, geo: PageGeometry, view: _View) -> None:
+    """Record a tinted or pattern-filled area (not for writing), as ``page.read_page`` does."""
+    handle = obj.raw
+    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
+    if not raw.FPDFPath_GetDrawMode(handle, fill_mode, stroke) or fill_mode.value == 0:
+        return
+    left, bottom, right, top = obj.get_bounds()
+    box = view.box(left, bottom, right, top)
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    if area <= 4.0 or area >= 0.2 * geo.width * geo.height:
+        return
+    r, g, b, a = (ctypes.c_uint() for _ in range(4))
+    if not raw.FPDFPageObj_GetFillColor(handle, r, g, b, a):
+        geo.shaded.append(box)  # a pattern or shading, no plain colour
+        return
+    level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255
+    if a.value > 0 and level < 0.97:
+        geo.shaded.append(box)
 
 
 def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry) -> None:
