@@ -519,3 +519,28 @@ def test_a_page_of_200000_tiny_segments_is_bounded(hatched: bytes, mode: str) ->
     seconds = time.perf_counter() - started
     assert result.pages == 1
     assert seconds < PATHOLOGICAL_SECONDS, f"{mode}: {seconds:.1f} s"
+
+
+@pytest.fixture(scope="module")
+def squared() -> bytes:
+    """A page tiled with 20,000 small squares and circles: busy artwork, not 20,000 boxes."""
+    page = FlatPage()
+    squares = [
+        f"{20 + col * 5.5:.1f} {60 + row * 7:.1f} 5 5 re"
+        for row in range(100)
+        for col in range(100)
+    ]
+    page.raw("0.2 w\n" + "\n".join(squares) + "\nS")
+    for row in range(100):
+        for col in range(100):
+            page.circle(25 + col * 5.5, 65 + row * 7 + 3, 2.2, width=0.2)
+    return one_page(page)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_page_of_20000_small_shapes_is_bounded(squared: bytes, mode: str) -> None:
+    started = time.perf_counter()
+    result = convert(squared, detect=mode)
+    seconds = time.perf_counter() - started
+    assert result.pages == 1
+    assert seconds < PATHOLOGICAL_SECONDS, f"{mode}: {seconds:.1f} s"

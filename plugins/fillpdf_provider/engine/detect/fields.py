@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, Segment
 
 MAX_CELL_HEIGHT = 150.0
+MAX_BUTTONS_PER_PAGE = 400  # the busiest real form page has about 100
+MAX_FIELDS_PER_PAGE = 1500
 MIN_FIELD_WIDTH = 14.0
 UNDERLINE_HEIGHT = 14.0
 # The height given to a single-line field in a taller cell (measured on the corpus).
@@ -78,6 +80,36 @@ _ANSWER_HEADINGS = frozenset(
 )
 
 
+class _Grid:
+    """Boxes bucketed by a coarse grid, so "what overlaps this box?" stays cheap on busy pages."""
+
+    CELL = 24.0
+
+    def __init__(self, boxes: list[Box] | None = None) -> None:
+        self.cells: dict[tuple[int, int], list[Box]] = {}
+        for box in boxes or ():
+            self.add(box)
+
+    def _keys(self, box: Box) -> list[tuple[int, int]]:
+        size = self.CELL
+        return [
+            (i, j)
+            for i in range(int(box[0] // size), int(box[2] // size) + 1)
+            for j in range(int(box[1] // size), int(box[3] // size) + 1)
+        ]
+
+    def add(self, box: Box) -> None:
+        for key in self._keys(box):
+            self.cells.setdefault(key, []).append(box)
+
+    def near(self, box: Box) -> list[Box]:
+        seen: dict[Box, None] = {}
+        for key in self._keys(box):
+            for other in self.cells.get(key, ()):
+                seen.setdefault(other, None)
+        return list(seen)
+
+
 class _SegmentIndex:
     """Segments sorted by their fixed coordinate."""
 
@@ -96,7 +128,8 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 3])
     found: list[Candidate] = []
     buttons = _buttons(geo, chars, complete)
-    found.extend(buttons)
+    if len(buttons) <= MAX_BUTTONS_PER_PAGE:
+        found.extend(buttons)  # more is a pattern or artwork, not boxes to tick
     regions = _regions(geo, horizontal, vertical, chars, _WordIndex(geo.words))
     found.extend(_combs(regions, chars))
     found.extend(_lined_areas([r for r in regions if r.kind != "_comb_cell"]))
@@ -107,7 +140,10 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     found = _drop_overlaps([c for c in found if c.kind != "_drop"])
     _drop_text_over_buttons(found)
     _drop_shaded(found, geo.shaded)
-    return [c for c in found if c.kind != "_drop"]
+    found = [c for c in found if c.kind != "_drop"]
+    if len(found) > MAX_FIELDS_PER_PAGE:
+        found = sorted(found, key=lambda c: -c.confidence)[:MAX_FIELDS_PER_PAGE]
+    return found
 
 
 # -- buttons ---------------------------------------------------------------------------
@@ -118,7 +154,7 @@ def _buttons(geo: PageGeometry, chars: _CharIndex, complete: bool) -> list[Candi
     boxes = [(b, "square") for b in geo.squares] + [(b, "circle") for b in geo.circles]
     if complete:
         boxes += geo.glyph_boxes
-    squares = sorted(geo.squares, key=lambda b: (round(b[1]), b[0]))
+    squares = _Grid(geo.squares)
     for box, shape in _dedupe_boxes(boxes):
         if shape == "square" and chars.inside(box, margin=1.0):
             continue  # a boxed number or letter, not a box to tick
@@ -140,12 +176,13 @@ def _widget_around(box: Box) -> Box:
     return (cx - half, cy - half, cx + half, cy + half)
 
 
-def _in_a_row(box: Box, squares: list[Box]) -> bool:
+def _in_a_row(box: Box, squares: _Grid) -> bool:
     """Whether a square touches an equal square beside it on the same line."""
-    for other in squares:
-        if other is box or abs(other[1] - box[1]) > 1.5 or abs(other[3] - box[3]) > 1.5:
+    x0, top, x1, bottom = box
+    for other in squares.near((x0 - 4.0, top, x1 + 4.0, bottom)):
+        if other == box or abs(other[1] - top) > 1.5 or abs(other[3] - bottom) > 1.5:
             continue
-        if abs(other[0] - box[2]) <= 3.0 or abs(box[0] - other[2]) <= 3.0:
+        if abs(other[0] - x1) <= 3.0 or abs(x0 - other[2]) <= 3.0:
             return True
     return False
 
@@ -153,10 +190,12 @@ def _in_a_row(box: Box, squares: list[Box]) -> bool:
 def _dedupe_boxes(boxes: list[tuple[Box, str]]) -> list[tuple[Box, str]]:
     """Nested or repeated squares (double borders, fill plus stroke) become one."""
     kept: list[tuple[Box, str]] = []
+    grid = _Grid()
     for box, shape in sorted(boxes, key=lambda item: -_area(item[0])):
-        if any(_iou(box, other) > 0.3 or _contains(other, box) for other, _ in kept):
+        if any(_iou(box, other) > 0.3 or _contains(other, box) for other in grid.near(box)):
             continue
         kept.append((box, shape))
+        grid.add(box)
     return kept
 
 
@@ -473,23 +512,25 @@ def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
 def _drop_overlaps(found: list[Candidate]) -> list[Candidate]:
     """Keep the most confident of candidates that cover the same place."""
     kept: list[Candidate] = []
+    grid = _Grid()
     for cand in sorted(found, key=lambda c: (-c.confidence, -_area(c.box))):
-        if any(_iou(cand.box, k.box) > 0.4 for k in kept):
+        if any(_iou(cand.box, other) > 0.4 for other in grid.near(cand.box)):
             continue
         kept.append(cand)
+        grid.add(cand.box)
     return kept
 
 
 def _drop_text_over_buttons(found: list[Candidate]) -> None:
     """A text candidate around a checkbox is the cell the box sits in, not a field."""
-    buttons = [c.box for c in found if c.kind in ("checkbox", "radio")]
-    if not buttons:
+    buttons = _Grid([c.box for c in found if c.kind in ("checkbox", "radio")])
+    if not buttons.cells:
         return
     for cand in found:
         if cand.kind != "text" or cand.cue == "comb":
             continue
         x0, top, x1, bottom = cand.box
-        for b in buttons:
+        for b in buttons.near(cand.box):
             cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
             if x0 <= cx <= x1 and top <= cy <= bottom:
                 cand.kind = "_drop"
