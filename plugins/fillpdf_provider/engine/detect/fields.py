@@ -139,7 +139,7 @@ def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
     _drop_hatched(found, geo.hatches)
     found = _drop_overlaps([c for c in found if c.kind != "_drop"])
     _drop_text_over_buttons(found)
-    _drop_shaded(found, geo.shaded)
+    _drop_shaded(found, geo.fills)
     found = [c for c in found if c.kind != "_drop"]
     if len(found) > MAX_FIELDS_PER_PAGE:
         found = sorted(found, key=lambda c: -c.confidence)[:MAX_FIELDS_PER_PAGE]
@@ -586,19 +586,25 @@ def _drop_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) ->
             cand.kind = "_drop"
 
 
-def _drop_shaded(found: list[Candidate], shaded: list[Box]) -> None:
-    """Tinted cells are the form's own ("for office use", "do not write here")."""
-    if not shaded:
+def _drop_shaded(found: list[Candidate], fills: list[tuple[Box, bool]]) -> None:
+    """Tinted cells are the form's own ("for office use", "do not write here").
+
+    What counts is the topmost fill under a candidate: a white cell painted over a grey
+    column is a place to write.
+    """
+    if not any(tinted for _, tinted in fills):
         return
     for cand in found:
         if cand.kind in ("checkbox", "radio") or cand.cue == "comb":
             continue  # boxes drawn on a tinted strip are still boxes to fill
         x0, top, x1, bottom = cand.box
         cx, cy = (x0 + x1) / 2, (top + bottom) / 2
-        for s in shaded:
+        topmost = None
+        for s, tinted in fills:
             if s[0] <= cx <= s[2] and s[1] <= cy <= s[3] and s[2] - s[0] >= 0.8 * (x1 - x0):
-                cand.kind = "_drop"
-                break
+                topmost = tinted
+        if topmost:
+            cand.kind = "_drop"
 
 
 def _area(box: Box) -> float:

@@ -78,7 +78,9 @@ class PageGeometry:
     glyph_boxes: list[tuple[Box, str]] = field(default_factory=list)  # (box, "square"|"circle")
     underscores: list[tuple[Box, float]] = field(default_factory=list)  # runs of "_", font size
     rect_boxes: list[Box] = field(default_factory=list)  # stroked rectangles of field size
-    shaded: list[Box] = field(default_factory=list)  # tinted areas (not for writing)
+    # Filled areas in drawing order: (box, tinted). A tinted area is not for writing unless
+    # something white is painted over it later.
+    fills: list[tuple[Box, bool]] = field(default_factory=list)
     hatches: list[tuple[float, float]] = field(default_factory=list)  # midpoints of slanted lines
     char_boxes: list[Box] = field(default_factory=list)
 
@@ -128,8 +130,8 @@ def _read_rect(geo: PageGeometry, obj: dict) -> None:
     if obj.get("fill") and width * height < 0.2 * geo.width * geo.height:
         color = obj.get("non_stroking_color")
         level = gray_level(color)
-        if isinstance(color, str) or (level is not None and level < 0.97):
-            geo.shaded.append((x0, top, x1, bottom))  # tinted, or hatched with a pattern
+        tinted = isinstance(color, str) or (level is not None and level < 0.97)
+        geo.fills.append(((x0, top, x1, bottom), tinted))  # a pattern counts as tinted
     if _is_square(width, height) and (obj.get("stroke") or obj.get("fill")):
         geo.squares.append((x0, top, x1, bottom))
     if obj.get("stroke"):

@@ -179,7 +179,7 @@ def _path(obj: pdfium.PdfObject, geo: PageGeometry, view: _View, budget: list[in
 
 
 def _shading(obj: pdfium.PdfObject, geo: PageGeometry, view: _View) -> None:
-    """Record a tinted or pattern-filled area (not for writing), as ``page.read_page`` does."""
+    """Record a filled area, tinted or not, in drawing order, as ``page.read_page`` does."""
     handle = obj.raw
     fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
     if not raw.FPDFPath_GetDrawMode(handle, fill_mode, stroke) or fill_mode.value == 0:
@@ -191,11 +191,11 @@ def _shading(obj: pdfium.PdfObject, geo: PageGeometry, view: _View) -> None:
         return
     r, g, b, a = (ctypes.c_uint() for _ in range(4))
     if not raw.FPDFPageObj_GetFillColor(handle, r, g, b, a):
-        geo.shaded.append(box)  # a pattern or shading, no plain colour
+        geo.fills.append((box, True))  # a pattern or shading, no plain colour
         return
-    level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255
-    if a.value > 0 and level < 0.97:
-        geo.shaded.append(box)
+    if a.value > 0:
+        level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255
+        geo.fills.append((box, level < 0.97))
 
 
 def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry) -> None:
