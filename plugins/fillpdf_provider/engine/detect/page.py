@@ -132,7 +132,11 @@ def _read_rect(geo: PageGeometry, obj: dict) -> None:
         level = gray_level(color)
         tinted = isinstance(color, str) or (level is not None and level < 0.97)
         geo.fills.append(((x0, top, x1, bottom), tinted))  # a pattern counts as tinted
-    if _is_square(width, height) and (obj.get("stroke") or obj.get("fill")):
+    if (
+        _is_square(width, height)
+        and (obj.get("stroke") or obj.get("fill"))
+        and not _solid_mark(obj)
+    ):
         geo.squares.append((x0, top, x1, bottom))
     if obj.get("stroke"):
         geo.rect_boxes.append((x0, top, x1, bottom))
@@ -167,6 +171,8 @@ def _read_curve(geo: PageGeometry, obj: dict) -> None:
     width, height = x1 - x0, bottom - top
     points = obj.get("pts") or []
     if _is_square(width, height, 3.0, 18.0):
+        if _solid_mark(obj):
+            return  # a bullet, or a glyph drawn as an outline: nothing to tick
         # Bézier circles have many points; closed straight paths are squares.
         straight = _straight_box(points, width, height)
         (geo.squares if straight else geo.circles).append((x0, top, x1, bottom))
@@ -182,6 +188,14 @@ def _read_curve(geo: PageGeometry, obj: dict) -> None:
         geo.horizontal.append(Segment(x0, x1, bottom))
         geo.vertical.append(Segment(top, bottom, x0))
         geo.vertical.append(Segment(top, bottom, x1))
+
+
+def _solid_mark(obj: dict) -> bool:
+    """A small shape filled with ink and not outlined: a bullet, not a box or a button."""
+    if not obj.get("fill") or obj.get("stroke"):
+        return False
+    level = gray_level(obj.get("non_stroking_color"))
+    return level is not None and level < 0.9
 
 
 def _straight_box(points: list, width: float, height: float) -> bool:

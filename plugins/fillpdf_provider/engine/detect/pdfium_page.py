@@ -154,7 +154,7 @@ def _path(obj: pdfium.PdfObject, geo: PageGeometry, view: _View, budget: list[in
     if count <= 0:
         return
     budget[0] -= count
-    _shading(obj, geo, view)
+    solid = _shading(obj, geo, view)
     matrix = raw.FS_MATRIX()
     if not raw.FPDFPageObj_GetMatrix(handle, matrix):
         matrix = raw.FS_MATRIX(1, 0, 0, 1, 0, 0)
@@ -168,37 +168,39 @@ def _path(obj: pdfium.PdfObject, geo: PageGeometry, view: _View, budget: list[in
         px, py = view.point(a * x.value + c * y.value + e, b * x.value + d * y.value + f)
         kind = raw.FPDFPathSegment_GetType(segment)
         if kind == raw.FPDF_SEGMENT_MOVETO:
-            _subpath(subpath, curved, geo)
+            _subpath(subpath, curved, geo, solid)
             subpath, curved = [(px, py)], False
         else:
             curved = curved or kind == raw.FPDF_SEGMENT_BEZIERTO
             subpath.append((px, py))
         if raw.FPDFPathSegment_GetClose(segment) and subpath:
             subpath.append(subpath[0])
-    _subpath(subpath, curved, geo)
+    _subpath(subpath, curved, geo, solid)
 
 
-def _shading(obj: pdfium.PdfObject, geo: PageGeometry, view: _View) -> None:
-    """Record a filled area, tinted or not, in drawing order, as ``page.read_page`` does."""
+def _shading(obj: pdfium.PdfObject, geo: PageGeometry, view: _View) -> bool:
+    """Record a filled area, tinted or not, in drawing order, as ``page.read_page`` does.
+
+    Returns whether the path is filled with ink and not outlined (bullets, outlined glyphs).
+    """
     handle = obj.raw
     fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
     if not raw.FPDFPath_GetDrawMode(handle, fill_mode, stroke) or fill_mode.value == 0:
-        return
+        return False
     left, bottom, right, top = obj.get_bounds()
     box = view.box(left, bottom, right, top)
     area = (box[2] - box[0]) * (box[3] - box[1])
-    if area <= 4.0 or area >= 0.2 * geo.width * geo.height:
-        return
     r, g, b, a = (ctypes.c_uint() for _ in range(4))
-    if not raw.FPDFPageObj_GetFillColor(handle, r, g, b, a):
-        geo.fills.append((box, True))  # a pattern or shading, no plain colour
-        return
-    if a.value > 0:
-        level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255
-        geo.fills.append((box, level < 0.97))
+    plain = raw.FPDFPageObj_GetFillColor(handle, r, g, b, a)
+    level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255 if plain else 0.0
+    if 4.0 < area < 0.2 * geo.width * geo.height and (not plain or a.value > 0):
+        geo.fills.append((box, not plain or level < 0.97))  # no plain colour: a pattern
+    return not stroke.value and plain and a.value > 0 and level < 0.9
 
 
-def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry) -> None:
+def _subpath(
+    points: list[tuple[float, float]], curved: bool, geo: PageGeometry, solid: bool
+) -> None:
     """One subpath, its points already in viewer space (x right, top down)."""
     if len(points) < 2:
         return
@@ -207,7 +209,7 @@ def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry)
     box = (min(xs), min(ys), max(xs), max(ys))
     width, height = box[2] - box[0], box[3] - box[1]
     if curved:
-        if _is_square(width, height, 3.0, 18.0):
+        if _is_square(width, height, 3.0, 18.0) and not solid:
             geo.circles.append(box)
         elif height <= 2.0 and width >= 2.0:
             geo.horizontal.append(Segment(box[0], box[2], (box[1] + box[3]) / 2))
@@ -218,7 +220,7 @@ def _subpath(points: list[tuple[float, float]], curved: bool, geo: PageGeometry)
         and len({c[0] for c in corners}) == 2
         and len({c[1] for c in corners}) == 2
     ):
-        if _is_square(width, height):
+        if _is_square(width, height) and not solid:
             geo.squares.append(box)
         elif width > 2 and height > 2:
             geo.rect_boxes.append(box)
