@@ -131,11 +131,7 @@ def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> li
 
 def _outside_office_use(candidates: list[Candidate], geo: PageGeometry) -> list[Candidate]:
     """Drop what sits in the strip under an "office use only" heading: the office fills it."""
-    bands = [
-        (line.x0 - 60.0, line.bottom, line.x1 + 60.0, line.bottom + 28.0)
-        for line in geo.lines
-        if _NOT_FOR_YOU.search(line.text)
-    ]
+    bands = [_office_band(line, geo) for line in geo.lines if _NOT_FOR_YOU.search(line.text)]
     if not bands:
         return candidates
     kept = []
@@ -144,6 +140,17 @@ def _outside_office_use(candidates: list[Candidate], geo: PageGeometry) -> list[
         if not any(b[0] <= cx <= b[2] and b[1] < cy <= b[3] for b in bands):
             kept.append(cand)
     return kept
+
+
+def _office_band(line: object, geo: PageGeometry) -> Box:
+    """The strip under an office-use heading: as wide as the shaded bar holding it, if any."""
+    x0, x1 = line.x0 - 60.0, line.x1 + 60.0  # type: ignore[attr-defined]
+    cx = (line.x0 + line.x1) / 2  # type: ignore[attr-defined]
+    cy = (line.top + line.bottom) / 2  # type: ignore[attr-defined]
+    for box, tinted in geo.fills:
+        if tinted and box[0] <= cx <= box[2] and box[1] <= cy <= box[3]:
+            x0, x1 = box[0] - 2.0, box[2] + 2.0
+    return (x0, line.bottom, x1, line.bottom + 28.0)  # type: ignore[attr-defined]
 
 
 def _confidence(cand: Candidate, label: str | None) -> float:
