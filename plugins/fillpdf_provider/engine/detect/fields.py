@@ -512,12 +512,18 @@ def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
 def _drop_overlaps(found: list[Candidate]) -> list[Candidate]:
     """Keep the most confident of candidates that cover the same place."""
     kept: list[Candidate] = []
-    grid = _Grid()
+    grid, texts = _Grid(), _Grid()
     for cand in sorted(found, key=lambda c: (-c.confidence, -_area(c.box))):
         if any(_iou(cand.box, other) > 0.4 for other in grid.near(cand.box)):
             continue
+        # Two text fields on one spot would print over each other: the less certain one goes.
+        text = cand.kind not in ("checkbox", "radio")
+        if text and any(_shared(cand.box, other) > 0.5 for other in texts.near(cand.box)):
+            continue
         kept.append(cand)
         grid.add(cand.box)
+        if text:
+            texts.add(cand.box)
     return kept
 
 
@@ -605,6 +611,16 @@ def _drop_shaded(found: list[Candidate], fills: list[tuple[Box, bool]]) -> None:
                 topmost = tinted
         if topmost:
             cand.kind = "_drop"
+
+
+def _shared(a: Box, b: Box) -> float:
+    """How much of the smaller box the other covers (0 to 1)."""
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    smaller = min(_area(a), _area(b))
+    return (x1 - x0) * (y1 - y0) / smaller if smaller > 0 else 0.0
 
 
 def _area(box: Box) -> float:
