@@ -17,6 +17,7 @@ from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObj
 from fillpdf_provider.engine.appearance import Box, check_stream, form_xobject, widget_box
 from fillpdf_provider.engine.detect.model import Detected
 from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.fonts import HELVETICA_OBJECT
 from fillpdf_provider.engine.form import (
     FF_COMB,
     FF_COMBO,
@@ -36,7 +37,6 @@ TEXT_DA = "/Helv 0 Tf 0 g"  # size 0: auto size, so any box height reads well
 BUTTON_DA = "/ZaDb 0 Tf 0 g"
 DATE_FORMAT = "mm/dd/yyyy"
 
-_HELVETICA = b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica/Encoding/WinAnsiEncoding>>"
 _ZAPF_DINGBATS = b"<</Type/Font/Subtype/Type1/BaseFont/ZapfDingbats>>"
 _CHECK_GLYPH = "4"  # ZapfDingbats check mark, what viewers redraw a checkbox with
 _DOT_GLYPH = "l"  # ZapfDingbats filled circle, for radio buttons
@@ -313,7 +313,7 @@ class _Update:
         fonts = dr.get("/Font")
         fonts = fonts.get_object() if fonts is not None else DictionaryObject()
         entries = [name(k[1:]) + b" " + serialize(fonts.raw_get(k)) for k in fonts]
-        for key, font in (("Helv", _HELVETICA), ("ZaDb", _ZAPF_DINGBATS)):
+        for key, font in (("Helv", HELVETICA_OBJECT), ("ZaDb", _ZAPF_DINGBATS)):
             if "/" + key not in fonts:
                 entries.append(name(key) + b" %d 0 R" % self._add(font))
         rest = dict_without(dr, frozenset({"/Font"}))

@@ -7,7 +7,7 @@ the schema (the contract's entries) and the fillable PDF, which fills with ``Tem
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fillpdf_provider.engine.acroform_writer import write_acroform
 from fillpdf_provider.engine.detect import MODES, detect_fields
@@ -94,5 +94,5 @@ def _schema(output: bytes, detected: list) -> list[Field]:
     entries = []
     for entry in Template(output).fields:
         label, confidence = by_name.get(entry.name, (entry.label, 0.5))
-        entries.append(Field(**{**entry.__dict__, "label": label, "confidence": confidence}))
+        entries.append(replace(entry, label=label, confidence=confidence))
     return entries

@@ -36,7 +36,6 @@ from fillpdf_provider.engine.source import PdfInput, open_pdf, reading_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
 _Unicode = tuple[fonts.UnicodeSubset, int] | None  # a row's Noto Sans subset and its object
-_HELVETICA = b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica/Encoding/WinAnsiEncoding>>"
 _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
 _DROP_BUTTON = frozenset({"/V", "/AS"})
 _DROP_BUTTON_AP = frozenset({"/V", "/AS", "/AP"})
@@ -52,7 +51,8 @@ class _WidgetPlan:
     box: Box
     merged: bool  # the widget is also the field dictionary (it holds /V)
     style: TextStyle | None = None  # text-like fields: the form's own font, when usable
-    button_ap: bytes = b""  # buttons whose appearances we drew: their /AP entry
+    button_ap: bytes = b""  # buttons whose appearances we drew: their /AP entry ...
+    button_on: int = 0  # ... and the object number of the drawn on-state
 
 
 @dataclass
@@ -105,7 +105,9 @@ class Template:
         self.fields: list[Field] = [f.schema() for f in form_fields if f.visible]
         self._next = self._base.size
         self._helvetica = self._allocate()
-        self._constant: list[tuple[int, int, bytes]] = [(self._helvetica, 0, _HELVETICA)]
+        self._constant: list[tuple[int, int, bytes]] = [
+            (self._helvetica, 0, fonts.HELVETICA_OBJECT)
+        ]
         self._dr_fonts = self._resource_fonts()
         self._plans = {f.name: self._plan(f) for f in form_fields}
         for order, plan in enumerate(self._plans.values()):
@@ -338,7 +340,9 @@ class Template:
                 box = widget_box(widget.obj, widget.rect)
                 wp = _WidgetPlan(widget, widget.ref.idnum, widget.ref.generation, b"", box, merged)
                 if button:
-                    wp.button_ap = self._button_appearance(form_field, widget, box, da)
+                    wp.button_ap, wp.button_on = self._button_appearance(
+                        form_field, widget, box, da
+                    )
                     drop = _DROP_BUTTON_AP if wp.button_ap else _DROP_BUTTON
                 else:
                     drop = _DROP_TEXT
@@ -360,13 +364,14 @@ class Template:
 
     def _button_appearance(
         self, form_field: FormField, widget: Widget, box: Box, da: DefaultAppearance
-    ) -> bytes:
-        """An ``/AP`` entry for a button that has no on-state appearance; b"" if it has one."""
+    ) -> tuple[bytes, int]:
+        """An ``/AP`` entry (and its on-state object) for a button that has no on-state
+        appearance; ``(b"", 0)`` if it has one."""
         ap = widget.obj.get("/AP")
         normal = ap.get_object().get("/N") if ap is not None else None
         normal = normal.get_object() if normal is not None else None
         if isinstance(normal, DictionaryObject) and ("/" + (widget.on_state or "")) in normal:
-            return b""
+            return b"", 0
         radio = form_field.kind == "radio"
         on = self._allocate()
         off = self._allocate()
@@ -374,7 +379,8 @@ class Template:
         self._constant.append(
             (off, 0, form_xobject(box, check_stream(box, radio, False, da.color)))
         )
-        return b"/AP<</N<<%s %d 0 R/Off %d 0 R>>>>" % (name(widget.on_state or "Yes"), on, off)
+        entry = b"/AP<</N<<%s %d 0 R/Off %d 0 R>>>>" % (name(widget.on_state or "Yes"), on, off)
+        return entry, on
 
     def _rewrite_form_root(
         self, form_fields: list[FormField]
@@ -542,8 +548,7 @@ class Template:
         return ref(normal_raw), _fit_matrix(bbox, matrix_bytes, wp.widget.rect)
 
     def _generated_button(self, wp: _WidgetPlan) -> tuple[bytes, bytes]:
-        on_ref = wp.button_ap.split(b" 0 R")[0].rsplit(b" ", 1)[1]
-        return on_ref + b" 0 R", _fit_matrix(wp.box.bbox, wp.box.matrix, wp.widget.rect)
+        return b"%d 0 R" % wp.button_on, _fit_matrix(wp.box.bbox, wp.box.matrix, wp.widget.rect)
 
 
 def _printable(text: str) -> str:

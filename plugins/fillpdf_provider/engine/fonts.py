@@ -46,6 +46,10 @@ _VARIATION_TABLES = ["fvar", "gvar", "HVAR", "MVAR", "STAT", "avar", "cvar"]
 _UNUSED_TABLES = ["GSUB", "GPOS", "GDEF", "DSIG", "hdmx", "VORG", "vhea", "vmtx", "kern", "LTSH"]
 
 
+#: Standard Helvetica with WinAnsiEncoding: every viewer has it, nothing to embed.
+HELVETICA_OBJECT = b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica/Encoding/WinAnsiEncoding>>"
+
+
 @dataclass(frozen=True)
 class SimpleFont:
     """A one-byte font: how to encode text for it and how wide each code is."""

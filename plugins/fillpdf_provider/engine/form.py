@@ -12,14 +12,13 @@ import re
 from dataclasses import dataclass, field
 
 from pypdf import PdfReader
-from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject
+from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject
 
 from fillpdf_provider.engine.schema import Field
 
 FF_READ_ONLY = 1 << 0
 FF_REQUIRED = 1 << 1
 FF_MULTILINE = 1 << 12
-FF_PASSWORD = 1 << 13
 FF_RADIO = 1 << 15
 FF_PUSHBUTTON = 1 << 16
 FF_COMBO = 1 << 17
@@ -384,6 +383,3 @@ def top_field_ref(target: Target) -> IndirectObject | None:
         ref, node = parent, parent.get_object()
         depth += 1
     return ref
-
-
-OFF = NameObject("/Off")

@@ -183,10 +183,10 @@ def _radio_groups(
     for number, group in enumerate(groups):
         first = group[0]
         options = [labels.label_for(c) for c in group]
-        question = labels._left_of(first.box, 260) if len(group) > 1 else options[0]
+        question = labels.left_of(first.box, 260) if len(group) > 1 else options[0]
         if question in options:
             question = None
-        question = question or labels._above(_union([c.box for c in group]), 24) or options[0]
+        question = question or labels.above(_union([c.box for c in group]), 24) or options[0]
         exports = unique_names([snake(o) or str(i) for i, o in enumerate(options)])
         for cand, label, export in zip(group, options, exports, strict=True):
             found.append(

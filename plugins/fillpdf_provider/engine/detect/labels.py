@@ -37,12 +37,12 @@ class LabelIndex:
         _x0, top, _x1, bottom = cand.box
         height = bottom - top
         if cand.kind in ("checkbox", "radio"):
-            return self._right_of(cand.box) or self._left_of(cand.box, 160)
+            return self._right_of(cand.box) or self.left_of(cand.box, 160)
         return (
             self._inside_top(cand.box)
-            or self._left_of(cand.box, 48)
-            or self._above(cand.box, max(10.0, min(height, 16.0)))
-            or self._left_of(cand.box, 220)
+            or self.left_of(cand.box, 48)
+            or self.above(cand.box, max(10.0, min(height, 16.0)))
+            or self.left_of(cand.box, 220)
             or self._below(cand.box)
         )
 
@@ -57,7 +57,7 @@ class LabelIndex:
                     best = (word_start, text)
         return best[1] if best else None
 
-    def _left_of(self, box: Box, reach: float) -> str | None:
+    def left_of(self, box: Box, reach: float) -> str | None:
         x0, top, _x1, bottom = box
         middle = top + 0.6 * (bottom - top)
         best = None
@@ -70,7 +70,7 @@ class LabelIndex:
                     best = (gap, text)
         return best[1] if best else None
 
-    def _above(self, box: Box, reach: float) -> str | None:
+    def above(self, box: Box, reach: float) -> str | None:
         x0, top, x1, _bottom = box
         best = None
         for line in self.near(top - reach - 20, top + 2):
