@@ -347,6 +347,47 @@ def flat_copy(source: bytes, cache_dir: Path | None) -> bytes:
     return flat
 
 
+INK_LEVEL = 200  # a grey darker than this is print a person can see
+INK_SCALE = 2.0
+INK_MIN_PIXELS = 4
+INK_MARGIN = 3.0  # pt around the widget: a box drawn just outside a smaller widget counts
+
+
+def inked(flat: bytes, widgets: Sequence[WidgetBox]) -> list[bool]:
+    """Whether the flat page shows any print in or within ``INK_MARGIN`` of each widget.
+
+    A widget over blank paper has nothing on the page for any detector to find (its box was
+    drawn by the widget's own appearance stream); this bounds what recall can reach.
+    """
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(flat)
+    result = [False] * len(widgets)
+    try:
+        by_page: dict[int, list[int]] = {}
+        for index, widget in enumerate(widgets):
+            by_page.setdefault(widget.page, []).append(index)
+        for page_index, indexes in by_page.items():
+            page = doc[page_index]
+            bitmap = page.render(scale=INK_SCALE, may_draw_forms=False, grayscale=True)
+            posconv = bitmap.get_posconv(page)
+            pixels = np.asarray(bitmap.to_pil().convert("L"))
+            for index in indexes:
+                x0, y0, x1, y1 = widgets[index].rect
+                x0, y0, x1, y1 = x0 - INK_MARGIN, y0 - INK_MARGIN, x1 + INK_MARGIN, y1 + INK_MARGIN
+                corners = [posconv.to_bitmap(x, y) for x in (x0, x1) for y in (y0, y1)]
+                left = max(0, int(min(c[0] for c in corners)))
+                top = max(0, int(min(c[1] for c in corners)))
+                right = int(max(c[0] for c in corners)) + 1
+                bottom = int(max(c[1] for c in corners)) + 1
+                spot = pixels[top:bottom, left:right]
+                result[index] = int((spot < INK_LEVEL).sum()) >= INK_MIN_PIXELS
+            page.close()
+    finally:
+        doc.close()
+    return result
+
+
 def page_count(pdf: bytes) -> int:
     return len(open_pdf(pdf).pages)
 
@@ -879,12 +920,16 @@ def evaluate_form(
     if isinstance(converter, StandIn):
         converter.register(flat, gt)
     plumber = min(plumber_seconds(flat) for _ in range(max(1, repeat)))
+    ink = inked(flat, gt)
     summary: dict[str, Any] = {
         "form": path.name,
         "sha256": sha256(source),
         "pages": pages,
         "gt": len(gt),
         "gt_by_class": dict(sorted(Counter(w.cls for w in gt).items())),
+        "gt_blank_by_class": dict(
+            sorted(Counter(w.cls for w, seen in zip(gt, ink, strict=True) if not seen).items())
+        ),
         "excluded": dict(sorted(excluded.items())),
         "pdfplumber_s_per_page": plumber / pages,
         "modes": {},
@@ -1027,13 +1072,21 @@ def overall(summaries: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[s
     """Micro-averaged figures over all forms, and the timing medians."""
     plumber = _median(s["pdfplumber_s_per_page"] for s in summaries)
     excluded: Counter[str] = Counter()
+    blank: Counter[str] = Counter()
+    by_class: Counter[str] = Counter()
     for s in summaries:
         excluded.update(s["excluded"])
+        blank.update(s.get("gt_blank_by_class", {}))
+        by_class.update(s["gt_by_class"])
+    buttons = sum(by_class[c] for c in BUTTONS)
+    blank_buttons = sum(blank[c] for c in BUTTONS)
     result: dict[str, Any] = {
         "forms": len(summaries),
         "pages": sum(s["pages"] for s in summaries),
         "gt": sum(s["gt"] for s in summaries),
         "excluded": dict(sorted(excluded.items())),
+        "gt_blank_by_class": dict(sorted(blank.items())),
+        "button_recall_ceiling": _ratio(buttons - blank_buttons, buttons),
         "pdfplumber_median_s_per_page": plumber,
         "modes": {},
     }
@@ -1218,6 +1271,15 @@ def print_overall(total: dict[str, Any], gates: Sequence[Gate], out: TextIO) -> 
     line("  / median pdfplumber s/page", (_fmt(f["ratio_to_pdfplumber"], 2) for f in figures))
     print(
         f"  pdfplumber alone: median {_fmt(total['pdfplumber_median_s_per_page'], 4)} s/page",
+        file=out,
+    )
+    blank = total.get("gt_blank_by_class", {})
+    if blank:
+        listed = ", ".join(f"{cls} {n}" for cls, n in blank.items())
+        print(f"  ground truth over blank paper in the flat copy: {listed}", file=out)
+    print(
+        "  checkbox+radio recall ceiling (buttons with print under them): "
+        f"{_fmt(total.get('button_recall_ceiling'))}",
         file=out,
     )
     print("\nAcceptance", file=out)

@@ -34,6 +34,7 @@ from benchmarks.detect_eval import (  # noqa: E402
     excluded_widgets,
     flatten_form,
     ground_truth,
+    inked,
     iou,
     iou_matrix,
     label_name_stats,
@@ -370,3 +371,18 @@ def test_main_exit_codes_and_json(form_path: Path, tmp_path: Path) -> None:
     assert data["forms"][0]["form"] == "sample.pdf"
     assert data["overall"]["modes"]["fields"]["f1"] == 0.0
     assert main([*args, "--check"]) == 1
+
+
+def test_inked_tells_drawn_boxes_from_blank_paper() -> None:
+    from flatkit import FlatPage, one_page
+
+    page = FlatPage()
+    page.box((100, 600, 112, 612))
+    page.box((300, 600, 312, 612))
+    flat = one_page(page)
+    widgets = [
+        WidgetBox(0, (100, 600, 112, 612), "checkbox"),  # its own drawn box
+        WidgetBox(0, (302, 602, 310, 610), "checkbox"),  # inside a larger drawn box
+        WidgetBox(0, (200, 600, 212, 612), "checkbox"),  # nothing drawn there
+    ]
+    assert inked(flat, widgets) == [True, True, False]
