@@ -22,3 +22,42 @@ def bench_pdf() -> bytes:
 def sample_pdf() -> bytes:
     """formkit's one-page membership application with every field kind."""
     return sample_form()[0]
+
+
+# --------------------------------------------------------------------------- the service
+
+_databases = iter(range(1, 10_000))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A private PostgreSQL for the session; skipped where none is installed (CI installs it)."""
+    import os
+
+    from pgcluster import PgCluster, find_pg_bin
+
+    if find_pg_bin() is None:
+        if os.environ.get("FILLPDF_REQUIRE_POSTGRES") == "1":
+            pytest.fail("PostgreSQL server binaries are missing: apt-get install postgresql")
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql to run these)")
+    with PgCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Each service test module runs once per supported database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'fillpdf.db'}"
+    cluster = request.getfixturevalue("pg_cluster")
+    return cluster.new_database(f"fillpdf_{next(_databases)}")
+
+
+@pytest.fixture(scope="module")
+def server(database_url: str, tmp_path_factory: pytest.TempPathFactory):
+    """A running ``fillpdf serve`` on that database (one per module and database)."""
+    from servicekit import start_server
+
+    running = start_server(tmp_path_factory.mktemp("service"), database_url)
+    yield running
+    running.stop()

@@ -9,6 +9,10 @@ Other tools call these forms, so their arguments and outputs are kept stable:
     fillpdf fill FORM.pdf --values VALUES.json -o OUT.pdf [--flatten]
     fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
                   [--flatten]
+    fillpdf serve --data-dir DIR [--host 127.0.0.1] [--port 8000] [--database-url URL]
+                  [--workers N] [--public-url URL]
+    fillpdf keys create --plan developer|pro|scale|enterprise --data-dir DIR
+    fillpdf keys list|revoke KEY_ID --data-dir DIR
 
 Errors go to stderr as one line that says what to do; the exit status is 1 for bad input,
 2 for bad usage.
@@ -150,6 +154,89 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     return 0 if summary.failed == 0 else 1
 
 
+def _service_env(args: argparse.Namespace) -> None:
+    """Flags become ``FILLPDF_*`` variables: every server worker reads its settings there."""
+    import os
+
+    for flag, variable in (
+        ("data_dir", "FILLPDF_DATA_DIR"),
+        ("database_url", "FILLPDF_DATABASE_URL"),
+        ("public_url", "FILLPDF_PUBLIC_URL"),
+    ):
+        value = getattr(args, flag, None)
+        if value:
+            os.environ[variable] = str(Path(value).resolve()) if flag == "data_dir" else value
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from fillpdf_provider.service.logs import uvicorn_log_config
+    from fillpdf_provider.service.settings import Settings
+
+    _service_env(args)
+    Settings.from_env().prepare()  # fail here, once, on a bad data dir
+    uvicorn.run(
+        "fillpdf_provider.service.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_config=uvicorn_log_config(args.log_level),
+        access_log=False,
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def _key_store() -> tuple[object, float]:
+    from fillpdf_provider.service.db import create_schema, make_engine
+    from fillpdf_provider.service.settings import Settings
+
+    settings = Settings.from_env()
+    settings.prepare()
+    engine = make_engine(settings.resolved_database_url())
+    create_schema(engine)
+    return engine, settings.clock.now()
+
+
+def _cmd_keys(args: argparse.Namespace) -> int:
+    from fillpdf_provider.service import keys
+
+    _service_env(args)
+    engine, now = _key_store()
+    if args.action == "create":
+        account = args.account
+        if account is None:
+            enterprise = {
+                "pages_included": args.pages_included,
+                "overage_rate_usd": args.overage_rate,
+                "max_pages_per_file": args.max_pages,
+                "rate_limit_per_minute": args.rate_limit,
+                "hard_stop": args.hard_stop,
+            }
+            account = keys.create_account(engine, args.plan, now, enterprise=enterprise)
+        key_id, key = keys.create_key(engine, account, now)
+        print(f"account {account}, key id {key_id}")
+        print("the key is shown once, below; only its hash is stored")
+        print(key)
+        return 0
+    if args.action == "revoke":
+        if not args.key_id:
+            raise FillPdfError("Give the key id to revoke: fillpdf keys revoke KEY_ID.")
+        if not keys.revoke_key(engine, args.key_id, now):
+            raise FillPdfError(f"No live key {args.key_id!r}; `fillpdf keys list` shows them.")
+        print(f"revoked {args.key_id}")
+        return 0
+    rows = keys.list_keys(engine)
+    for row in rows:
+        state = "revoked" if row["revoked_at"] else "live"
+        print(f"{row['id']}  {row['account_id']}  {row['plan']:<10}  {state}")
+    if not rows:
+        print("no keys yet: fillpdf keys create --plan developer --data-dir DIR")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fillpdf",
@@ -201,7 +288,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip: record a bad row and go on (default); fail: stop at it",
     )
     p.set_defaults(run=_cmd_batch)
+
+    p = commands.add_parser("serve", help="run the FillPDF HTTP API (/v1)")
+    _store_flags(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    p.add_argument("--public-url", help="base of document URLs, e.g. a CDN (default: request URL)")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(run=_cmd_serve)
+
+    p = commands.add_parser("keys", help="create, list or revoke API keys of the service")
+    p.add_argument("action", choices=("create", "list", "revoke"))
+    p.add_argument("key_id", nargs="?", help="revoke: the key id (or the whole key)")
+    _store_flags(p)
+    p.add_argument(
+        "--plan", default="developer", choices=("developer", "pro", "scale", "enterprise")
+    )
+    p.add_argument("--account", help="add the key to this existing account instead")
+    enterprise = p.add_argument_group("enterprise account settings")
+    enterprise.add_argument("--pages-included", type=int)
+    enterprise.add_argument("--overage-rate", type=float, help="USD per page past the included")
+    enterprise.add_argument("--max-pages", type=int, help="pages per file")
+    enterprise.add_argument("--rate-limit", type=int, help="requests per minute")
+    enterprise.add_argument("--hard-stop", action="store_true", help="refuse past the quota")
+    p.set_defaults(run=_cmd_keys)
     return parser
+
+
+def _store_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help="service data folder (or FILLPDF_DATA_DIR)")
+    p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the data dir)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

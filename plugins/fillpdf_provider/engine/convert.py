@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from fillpdf_provider.engine.acroform_writer import write_acroform
+from fillpdf_provider.engine.content_limits import check_content_sizes
 from fillpdf_provider.engine.detect import MODES, detect_fields
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
@@ -74,6 +75,8 @@ def convert(
         raise FillPdfError(
             f"The PDF has {pages} pages; at most {max_pages} can be converted.", param="file"
         )
+    with reading_pdf():
+        check_content_sizes(opened.reader)
     base = opened.base.data
     with reading_pdf():
         detected = detect_fields(base, detect)

@@ -59,19 +59,49 @@ def read_bytes(pdf: PdfInput) -> bytes:
     raise TypeError(f"Expected PDF bytes, a path or a binary file object, not {type(pdf).__name__}")
 
 
+#: More objects than a PDF of any plausible size holds: a larger /Size is a lie to make
+#: readers allocate, and an update written on top of it confuses other tools.
+MAX_OBJECTS = 2_000_000
+#: A file that needs this many repairs to be read has lost content along the way; filling
+#: or converting what is left would silently give a different document.
+MAX_REPAIRS = 1_000
+
+
 def open_pdf(pdf: PdfInput) -> OpenedPdf:
     """Parse ``pdf`` and describe the base an incremental update can extend."""
     data = read_bytes(pdf)
     if b"%PDF-" not in data[:1024]:
         raise NotAPdfError("The file is not a PDF: it does not start with '%PDF-'.")
-    with reading_pdf():
-        reader, repaired = _parse(data)
-        if reader.is_encrypted:
-            reader, data = _decrypt(reader)
-        elif repaired or _xref_needs_rewrite(data):
-            data = _rewrite(reader)
-            reader, _ = _parse(data)
-        return OpenedPdf(reader, _describe(reader, data))
+    log = logging.getLogger("pypdf")
+    repairs = _RepairLog()
+    log.addHandler(repairs)
+    try:
+        with reading_pdf():
+            reader, repaired = _parse(data)
+            _check_size(reader)
+            if reader.is_encrypted:
+                reader, data = _decrypt(reader)
+            elif repaired or _xref_needs_rewrite(data):
+                data = _rewrite(reader)
+                reader, _ = _parse(data)
+            opened = OpenedPdf(reader, _describe(reader, data))
+    finally:
+        log.removeHandler(repairs)
+    if repairs.count > MAX_REPAIRS:
+        raise DamagedPdfError(
+            f"The PDF needed over {MAX_REPAIRS:,} repairs to be read ({repairs.count:,}), so "
+            "parts of it are lost; re-save it from a PDF viewer and try again."
+        )
+    return opened
+
+
+def _check_size(reader: PdfReader) -> None:
+    declared = reader.trailer.get("/Size", 0)
+    if isinstance(declared, int) and declared > MAX_OBJECTS:
+        raise DamagedPdfError(
+            f"The PDF declares {declared:,} objects, more than the {MAX_OBJECTS:,} the engine "
+            "reads; re-save it from a PDF viewer, which writes the true count."
+        )
 
 
 _MALFORMED = (
@@ -102,13 +132,15 @@ def reading_pdf(what: str = "The PDF") -> Iterator[None]:
 
 
 class _RepairLog(logging.Handler):
-    """Notices pypdf's warnings that it had to rebuild the cross-reference data."""
+    """Counts pypdf's warnings, and notices those that say it rebuilt the xref data."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.repaired = False
+        self.count = 0
 
     def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
         text = record.getMessage().lower()
         if "xref" in text or "startxref" in text or "rebuild" in text or "invalid" in text:
             self.repaired = True

@@ -1,0 +1,700 @@
+"""The ``/v1`` HTTP API: routes, authentication, limits and the request envelope.
+
+Order of checks on every authenticated route: the key (401), the rate limit (429), the
+request's shape (400/413/415), plan limits and quota (415/402), then the work. Nothing is
+billed or stored for a request that fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from fillpdf_provider import __version__
+from fillpdf_provider.engine.detect import MODES
+from fillpdf_provider.engine.errors import FillPdfError, UnknownFieldError
+from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.service import billing, conversions, idempotent, isolation, ratelimit
+from fillpdf_provider.service.clock import iso, period_of
+from fillpdf_provider.service.db import create_schema, make_engine
+from fillpdf_provider.service.errors import ApiError
+from fillpdf_provider.service.keys import Caller, authenticate
+from fillpdf_provider.service.logs import log
+from fillpdf_provider.service.models import (
+    CONVERT_BODY,
+    Account,
+    ConversionResult,
+    FillRequest,
+    error_responses,
+)
+from fillpdf_provider.service.settings import Settings
+from fillpdf_provider.service.signing import document_url, verify
+from fillpdf_provider.service.uploads import receive_upload
+
+TEMPLATE_CACHE_SIZE = 64
+PDF_MAGIC_WINDOW = 1024
+
+
+class Service:
+    """What every request of one process shares: settings, database, template cache."""
+
+    def __init__(self, settings: Settings) -> None:
+        settings.prepare()
+        self.settings = settings
+        self.db = make_engine(settings.resolved_database_url())
+        create_schema(self.db)
+        self._templates: OrderedDict[str, tuple[Template, threading.Lock]] = OrderedDict()
+        self._templates_lock = threading.Lock()
+
+    def now(self) -> float:
+        return self.settings.clock.now()
+
+    def template(self, conversion_id: str) -> tuple[Template, threading.Lock]:
+        """The compiled template of a stored conversion (the service wrote it: trusted)."""
+        with self._templates_lock:
+            cached = self._templates.get(conversion_id)
+            if cached is not None:
+                self._templates.move_to_end(conversion_id)
+                return cached
+        path = conversions.file_path(self.settings.files_dir, conversion_id)
+        try:
+            template = Template(path.read_bytes())
+        except FileNotFoundError:
+            raise ApiError(
+                "expired",
+                f"The file of conversion {conversion_id!r} has been deleted; convert the PDF "
+                "again.",
+                param="conversion_id",
+            ) from None
+        entry = (template, threading.Lock())
+        with self._templates_lock:
+            self._templates[conversion_id] = entry
+            while len(self._templates) > TEMPLATE_CACHE_SIZE:
+                self._templates.popitem(last=False)
+        return entry
+
+    def forget_templates(self) -> None:
+        with self._templates_lock:
+            self._templates.clear()
+
+    def base_url(self, request: Request) -> str:
+        return self.settings.public_url or str(request.base_url)
+
+    def result_body(self, row: dict[str, Any], request: Request) -> dict[str, Any]:
+        expires = int(row["expires_at"])
+        key = self.settings.signing_key or b""
+        url = document_url(self.base_url(request), key, row["id"], expires)
+        return {**row["result"], "document_url": url, "expires_at": iso(expires)}
+
+
+# --------------------------------------------------------------------------- envelope
+
+
+class RequestEnvelope:
+    """Request id, rate-limit headers and one JSON access-log line on every response.
+
+    It also turns an unexpected exception into the contract's 500 body (with the request id,
+    never a stack trace), so the process keeps serving.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = "req_" + secrets.token_hex(10)
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        started = time.perf_counter()
+        status = {"code": 0}
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["X-Request-Id"] = request_id
+                for name, value in state.get("rate_headers", {}).items():
+                    if name not in headers:
+                        headers[name] = value
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            log(logging.ERROR, "unhandled error", request_id=request_id, path=scope["path"])
+            logging.getLogger("fillpdf.service").exception("unhandled error %s", request_id)
+            if status["code"] == 0:
+                error = ApiError(
+                    "api_error",
+                    f"Something went wrong on our side; quote request id {request_id} "
+                    "if you report it.",
+                )
+                response = JSONResponse(error.body(), status_code=500)
+                await response(scope, receive, send_with_headers)
+        finally:
+            log(
+                logging.INFO,
+                "request",
+                request_id=request_id,
+                method=scope.get("method"),
+                path=scope.get("path"),
+                status=status["code"],
+                ms=round((time.perf_counter() - started) * 1000, 1),
+                account=state.get("account_id"),
+            )
+
+
+def _error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+
+# --------------------------------------------------------------------------- auth
+
+
+async def _authorize(request: Request) -> Caller:
+    service: Service = request.app.state.service
+    authorization = request.headers.get("authorization")
+
+    def check() -> tuple[Caller | None, ratelimit.RateState | None]:
+        caller = authenticate(service.db, authorization)
+        if caller is None:
+            return None, None
+        state = ratelimit.hit(
+            service.db, caller.key_id, caller.plan.rate_limit_per_minute, service.now()
+        )
+        return caller, state
+
+    caller, rate = await anyio.to_thread.run_sync(check)
+    if caller is None or rate is None:
+        raise ApiError(
+            "authentication_error",
+            "Send a valid API key as 'Authorization: Bearer fpk_...'; keys are created with "
+            "`fillpdf keys create`.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    request.state.account_id = caller.account_id
+    request.state.rate_headers = rate.headers()
+    if not rate.allowed:
+        raise ApiError(
+            "rate_limit_error",
+            f"Over {rate.limit} requests per minute for this key; retry after "
+            f"{rate.retry_after} s (X-RateLimit-Reset).",
+        )
+    return caller
+
+
+Authorized = Annotated[Caller, Depends(_authorize)]
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+async def _idempotent(
+    request: Request, caller: Caller, request_hash: str, work: Callable[[], Response]
+) -> Response:
+    """Run ``work`` once per ``Idempotency-Key``; a repeat gets the stored answer."""
+    service: Service = request.app.state.service
+    header = request.headers.get("idempotency-key")
+    if header is None:
+        try:
+            return await anyio.to_thread.run_sync(work)
+        except ApiError as error:
+            return _error_response(error)
+    key = idempotent.check_key(header)
+    retention = service.settings.retention_seconds
+    wait = service.settings.engine_timeout_s + service.settings.probe_timeout_s
+    stored = await anyio.to_thread.run_sync(
+        lambda: idempotent.claim(
+            service.db, caller.account_id, key, request_hash, service.now(), retention, wait
+        )
+    )
+    if stored is not None:
+        return Response(
+            stored.body,
+            status_code=stored.status,
+            media_type=stored.content_type,
+            headers={**stored.headers, "Idempotent-Replayed": "true"},
+        )
+    try:
+        response = await anyio.to_thread.run_sync(work)
+    except ApiError as error:
+        response = _error_response(error)
+    except BaseException:
+        await anyio.to_thread.run_sync(
+            lambda: idempotent.release(service.db, caller.account_id, key)
+        )
+        raise
+    if response.status_code >= 500 or response.status_code == 429:
+        await anyio.to_thread.run_sync(
+            lambda: idempotent.release(service.db, caller.account_id, key)
+        )
+        return response
+    kept = {k: v for k, v in response.headers.items() if k.lower() == "content-disposition"}
+    answer = idempotent.Stored(
+        response.status_code,
+        response.media_type or response.headers.get("content-type", "application/json"),
+        bytes(response.body),
+        kept,
+    )
+    await anyio.to_thread.run_sync(
+        lambda: idempotent.finish(service.db, caller.account_id, key, answer)
+    )
+    return response
+
+
+# --------------------------------------------------------------------------- work
+
+
+def _engine_error(failure: isolation.EngineFailure) -> ApiError:
+    error_type = (
+        failure.error_type
+        if failure.error_type in ("unsupported_file", "invalid_request")
+        else "engine_error"
+    )
+    return ApiError(error_type, failure.message, param=failure.param or "file")
+
+
+def _convert(
+    service: Service, caller: Caller, upload: Path, detect: str, request: Request
+) -> Response:
+    settings = service.settings
+    with upload.open("rb") as handle:
+        head = handle.read(PDF_MAGIC_WINDOW)
+    if b"%PDF-" not in head:
+        raise ApiError(
+            "unsupported_file",
+            "The file is not a PDF (no %PDF- header); upload the form as a PDF.",
+            param="file",
+        )
+    conversion_id = conversions.new_id()
+    output = conversions.file_path(settings.files_dir, conversion_id)
+    now = service.now()
+    taken: list[billing.Reservation] = []
+
+    def decide(pages: int) -> None:
+        limit = caller.plan.max_pages_per_file
+        if limit is not None and pages > limit:
+            raise ApiError(
+                "unsupported_file",
+                f"The PDF has {pages} pages; the {caller.plan.name} plan converts at most "
+                f"{limit} per file. Split the file or move to a larger plan.",
+                param="file",
+            )
+        reservation = billing.reserve(service.db, caller, pages, now)
+        if reservation is None:
+            used = billing.pages_used(service.db, caller.account_id, period_of(now))
+            left = max(0, (caller.plan.pages_included or 0) - used)
+            raise ApiError(
+                "quota_exceeded",
+                f"The PDF has {pages} pages and {left} of this month's "
+                f"{caller.plan.pages_included} included pages are left; the {caller.plan.name} "
+                "plan stops at its quota. Wait for the 1st (UTC) or upgrade.",
+                param="file",
+            )
+        taken.append(reservation)
+
+    try:
+        result = isolation.run_convert(
+            upload,
+            detect,
+            output,
+            decide=decide,
+            probe_timeout=settings.probe_timeout_s,
+            timeout=settings.engine_timeout_s,
+            memory_bytes=settings.engine_memory_bytes,
+        )
+        row = {
+            "id": conversion_id,
+            "account_id": caller.account_id,
+            "key_id": caller.key_id,
+            "created_at": now,
+            "expires_at": now + settings.retention_seconds,
+            "pages": result["pages"],
+            "overage_pages": taken[0].overage_pages,
+            "detect": detect,
+            "result": {**result, "conversion_id": conversion_id},
+            "deleted": False,
+        }
+        conversions.record(service.db, row)
+    except BaseException as exc:
+        for reservation in taken:
+            billing.release(service.db, reservation)
+        output.unlink(missing_ok=True)
+        if isinstance(exc, isolation.EngineFailure):
+            raise _engine_error(exc) from None
+        raise
+    return JSONResponse(service.result_body(row, request))
+
+
+def _parse_fill(raw: bytes) -> FillRequest:
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError("invalid_request", f"The body is not valid JSON ({exc}).") from None
+    if not isinstance(data, dict):
+        raise ApiError("invalid_request", "The body must be a JSON object.")
+    if "values" not in data:
+        raise ApiError("invalid_request", "Send 'values': {field name: value}.", param="values")
+    has_id = data.get("conversion_id") is not None
+    has_pdf = data.get("pdf_base64") is not None
+    if has_id == has_pdf:
+        raise ApiError(
+            "invalid_request",
+            "Send exactly one of 'conversion_id' and 'pdf_base64'.",
+            param="conversion_id",
+        )
+    if has_pdf and data.get("fields") is None:
+        raise ApiError(
+            "invalid_request",
+            "'fields' (the PDF's schema) is required with 'pdf_base64'.",
+            param="fields",
+        )
+    try:
+        return FillRequest.model_validate(data)
+    except ValueError as exc:
+        errors = getattr(exc, "errors", lambda: [])()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ())) or None
+        message = first.get("msg", str(exc))
+        raise ApiError(
+            "invalid_request",
+            f"{where or 'body'}: {message}.",
+            param=where.split(".")[0] if where else None,
+        ) from None
+
+
+def _field_error(exc: FillPdfError) -> ApiError:
+    if isinstance(exc, UnknownFieldError) and not exc.suggestions:
+        message = (
+            f"The form has no field named {exc.name!r}; GET /v1/conversions/{{id}} lists the "
+            "schema's names."
+        )
+        return ApiError("invalid_request", message, param=exc.param)
+    return ApiError(exc.error_type, exc.message, param=exc.param)
+
+
+def _fill(service: Service, caller: Caller, body: FillRequest) -> Response:
+    if body.conversion_id is not None:
+        conversions.live(service.db, body.conversion_id, caller.account_id, service.now())
+        template, lock = service.template(body.conversion_id)
+        try:
+            with lock:
+                data = template.fill(body.values, flatten=body.flatten)
+        except FillPdfError as exc:
+            raise _field_error(exc) from None
+        return Response(data, media_type="application/pdf")
+    try:
+        pdf = base64.b64decode(body.pdf_base64 or "", validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(
+            "invalid_request", "pdf_base64 is not valid base64.", param="pdf_base64"
+        ) from None
+    if b"%PDF-" not in pdf[:PDF_MAGIC_WINDOW]:
+        raise ApiError(
+            "unsupported_file",
+            "pdf_base64 does not hold a PDF (no %PDF- header).",
+            param="pdf_base64",
+        )
+    names = [f.name for f in body.fields or []]
+    for name in body.values:
+        if name not in names:
+            error = UnknownFieldError(name, names)
+            raise ApiError("invalid_request", error.message, param=name)
+    settings = service.settings
+    try:
+        data = isolation.run_fill(
+            pdf,
+            body.values,
+            flatten=body.flatten,
+            timeout=settings.engine_timeout_s,
+            memory_bytes=settings.engine_memory_bytes,
+        )
+    except isolation.EngineFailure as failure:
+        if failure.error_type == "invalid_request":
+            raise ApiError("invalid_request", failure.message, param=failure.param) from None
+        raise ApiError(
+            "unsupported_file" if failure.error_type == "unsupported_file" else "engine_error",
+            failure.message,
+            param="pdf_base64",
+        ) from None
+    return Response(data, media_type="application/pdf")
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    length = request.headers.get("content-length")
+    too_large = ApiError(
+        "payload_too_large",
+        f"The request body is over {limit // (1024 * 1024)} MB; send a smaller PDF or fill "
+        "a stored conversion by conversion_id.",
+    )
+    if length and length.isdigit() and int(length) > limit:
+        raise too_large
+    chunks = bytearray()
+    async for chunk in request.stream():
+        chunks += chunk
+        if len(chunks) > limit:
+            raise too_large
+    return bytes(chunks)
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The ASGI app; without ``settings`` it reads the ``FILLPDF_*`` environment."""
+    service = Service(settings or Settings.from_env())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(isolation.warm_up)
+        sweeper = asyncio.create_task(_sweep_forever(service))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    app = FastAPI(
+        title="FillPDF API",
+        version=__version__,
+        description="Convert flat PDFs into fillable forms and fill them. Every request "
+        "carries `Authorization: Bearer <API key>`, except signed document URLs.",
+        openapi_url="/v1/openapi.json",
+        docs_url="/v1/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.add_middleware(RequestEnvelope)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, error: ApiError) -> JSONResponse:
+        return _error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
+        return _error_response(
+            ApiError("invalid_request", f"{where or 'request'}: {first.get('msg')}.", param=where)
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        if error.status_code == 405:
+            body = ApiError("invalid_request", f"{request.method} is not allowed here.").body()
+            return JSONResponse(body, status_code=405, headers=error.headers)
+        return _error_response(
+            ApiError("not_found", f"No such endpoint: {request.url.path}; see /v1/openapi.json.")
+        )
+
+    security = {"security": [{"bearer": []}]}
+
+    @app.post(
+        "/v1/convert",
+        response_model=ConversionResult,
+        responses=error_responses(400, 401, 402, 415, 429, 500, 502),
+        openapi_extra={**CONVERT_BODY, **security},
+        summary="Convert a flat PDF into a fillable one and return its field schema",
+    )
+    async def convert_pdf(request: Request, caller: Authorized) -> Response:
+        upload = await receive_upload(
+            request.headers.get("content-type"),
+            request.headers.get("content-length"),
+            request.stream(),
+            service.settings.uploads_dir,
+            max_file=service.settings.max_upload_bytes,
+        )
+        try:
+            if upload.path is None:
+                raise ApiError(
+                    "invalid_request", "The request has no 'file' part with the PDF.", param="file"
+                )
+            detect = upload.fields.get("detect") or "fields"
+            if detect not in MODES:
+                raise ApiError(
+                    "invalid_request",
+                    f"detect must be 'fields' or 'fields_fast', not {detect!r}.",
+                    param="detect",
+                )
+            fingerprint = hashlib.sha256(f"convert|{detect}|{upload.sha256}".encode()).hexdigest()
+            path = upload.path
+            return await _idempotent(
+                request,
+                caller,
+                fingerprint,
+                lambda: _convert(service, caller, path, detect, request),
+            )
+        finally:
+            upload.discard()
+
+    @app.post(
+        "/v1/fill",
+        response_class=Response,
+        responses={
+            200: {"content": {"application/pdf": {}}, "description": "The filled PDF"},
+            **error_responses(400, 401, 404, 410, 413, 415, 429, 500, 502),
+        },
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/FillRequest"}}
+                },
+            },
+            **security,
+        },
+        summary="Fill a conversion, or a fillable PDF sent inline, with values",
+    )
+    async def fill_pdf(request: Request, caller: Authorized) -> Response:
+        raw = await _read_body(request, service.settings.max_fill_body_bytes)
+        body = _parse_fill(raw)
+        fingerprint = hashlib.sha256(b"fill|" + raw).hexdigest()
+        return await _idempotent(request, caller, fingerprint, lambda: _fill(service, caller, body))
+
+    @app.get(
+        "/v1/account",
+        response_model=Account,
+        responses=error_responses(401, 429, 500),
+        openapi_extra=security,
+        summary="The plan and this month's live usage",
+    )
+    async def account(caller: Authorized) -> JSONResponse:
+        view = await anyio.to_thread.run_sync(
+            lambda: billing.account_view(service.db, caller, service.now())
+        )
+        return JSONResponse(view)
+
+    @app.get(
+        "/v1/conversions/{conversion_id}",
+        response_model=ConversionResult,
+        responses=error_responses(400, 401, 404, 410, 429, 500),
+        openapi_extra=security,
+        summary="A stored conversion again, with a fresh document URL",
+    )
+    async def get_conversion(
+        conversion_id: str, request: Request, caller: Authorized
+    ) -> JSONResponse:
+        row = await anyio.to_thread.run_sync(
+            lambda: conversions.live(service.db, conversion_id, caller.account_id, service.now())
+        )
+        return JSONResponse(service.result_body(row, request))
+
+    @app.get(
+        "/v1/files/{conversion_id}.pdf",
+        response_class=FileResponse,
+        responses={
+            200: {"content": {"application/pdf": {}}, "description": "The fillable PDF"},
+            **error_responses(403, 404, 410, 500),
+        },
+        summary="A converted file, by its signed URL (no API key)",
+    )
+    async def get_file(
+        conversion_id: str, expires: str | None = None, signature: str | None = None
+    ) -> FileResponse:
+        key = service.settings.signing_key or b""
+        valid_until = verify(key, conversion_id, expires, signature)
+        if valid_until is None:
+            raise ApiError(
+                "forbidden",
+                "The document URL's signature does not verify; use the document_url exactly "
+                "as returned, or fetch a fresh one with GET /v1/conversions/{id}.",
+                param="signature",
+            )
+        now = service.now()
+        if valid_until <= now:
+            raise ApiError(
+                "expired",
+                "This document URL has expired; GET /v1/conversions/{id} gives a fresh one "
+                "while the conversion lasts.",
+                param="expires",
+            )
+        row = await anyio.to_thread.run_sync(lambda: conversions.find(service.db, conversion_id))
+        if row is None:
+            raise ApiError("not_found", f"No conversion {conversion_id!r}.", param="conversion_id")
+        path = conversions.file_path(service.settings.files_dir, conversion_id)
+        if row["deleted"] or row["expires_at"] <= now or not path.exists():
+            raise ApiError(
+                "expired",
+                "The conversion expired 24 hours after it was made and its file was deleted.",
+                param="conversion_id",
+            )
+        return FileResponse(path, media_type="application/pdf", filename=f"{conversion_id}.pdf")
+
+    app.openapi_schema = None
+    _add_security_scheme(app)
+    return app
+
+
+def _add_security_scheme(app: FastAPI) -> None:
+    """Declare the bearer key and the FillRequest schema in the OpenAPI document."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = original()
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key from `fillpdf keys create`.",
+        }
+        schemas = components.setdefault("schemas", {})
+        for name, definition in (
+            FillRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+            .get("$defs", {})
+            .items()
+        ):
+            schemas.setdefault(name, definition)
+        fill_schema = FillRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+        fill_schema.pop("$defs", None)
+        schemas["FillRequest"] = fill_schema
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+async def _sweep_forever(service: Service) -> None:
+    settings = service.settings
+    while True:
+        try:
+            now = service.now()
+            swept = await anyio.to_thread.run_sync(
+                conversions.sweep,
+                service.db,
+                settings.files_dir,
+                now,
+                settings.retention_seconds,
+            )
+            await anyio.to_thread.run_sync(ratelimit.forget_before, service.db, now)
+            if swept:
+                service.forget_templates()
+                log(logging.INFO, "swept expired conversions", count=swept)
+        except Exception:
+            logging.getLogger("fillpdf.service").exception("sweeper failed; retrying")
+        await asyncio.sleep(settings.sweep_interval_s)

@@ -1,0 +1,140 @@
+"""The service's tables (SQLAlchemy Core), on SQLite by default or PostgreSQL by URL.
+
+Everything that several server processes must agree on lives here: keys, usage, rate-limit
+counters, conversions and idempotent replies. Counters change in single conditional
+statements (``UPDATE ... WHERE ... RETURNING``, ``INSERT ... ON CONFLICT``), so concurrent
+requests can't both take the last pages or the last request of a minute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql.dml import Insert
+
+metadata = MetaData()
+
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("plan", String(20), nullable=False),
+    Column("created_at", Float, nullable=False),
+    # Enterprise settings; null on the standard plans, whose limits are the plan table's.
+    Column("pages_included", Integer),
+    Column("overage_rate_usd", Float),
+    Column("max_pages_per_file", Integer),
+    Column("rate_limit_per_minute", Integer),
+    Column("hard_stop", Boolean),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("account_id", String(40), ForeignKey("accounts.id"), nullable=False),
+    Column("secret_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+)
+
+usage = Table(
+    "usage",
+    metadata,
+    Column("account_id", String(40), primary_key=True),
+    Column("period", String(7), primary_key=True),
+    Column("pages_used", Integer, nullable=False, default=0),
+)
+
+rate_windows = Table(
+    "rate_windows",
+    metadata,
+    Column("key_id", String(40), primary_key=True),
+    Column("window_start", BigInteger, primary_key=True),
+    Column("count", Integer, nullable=False),
+)
+
+conversions = Table(
+    "conversions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("account_id", String(40), nullable=False),
+    Column("key_id", String(40), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("pages", Integer, nullable=False),
+    Column("overage_pages", Integer, nullable=False, default=0),
+    Column("detect", String(20), nullable=False),
+    Column("result", JSON),
+    Column("deleted", Boolean, nullable=False, default=False),
+    Index("ix_conversions_expires_at", "expires_at"),
+)
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("account_id", String(40), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("request_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("done", Boolean, nullable=False, default=False),
+    Column("status", Integer),
+    Column("content_type", String(100)),
+    Column("body", LargeBinary),
+    Column("headers", Text),
+)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` with the settings concurrent server processes need."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def create_schema(engine: Engine) -> None:
+    """Create missing tables; several processes may race here, which is harmless."""
+    try:
+        metadata.create_all(engine)
+    except Exception:  # another worker created them between the check and the CREATE
+        metadata.create_all(engine)
+
+
+def upsert(engine: Engine, table: Table) -> Insert:
+    """``INSERT`` in the dialect that knows ``ON CONFLICT`` (SQLite and PostgreSQL do)."""
+    if engine.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    if engine.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    raise ValueError(
+        f"Database {engine.dialect.name!r} is not supported; use SQLite or PostgreSQL."
+    )

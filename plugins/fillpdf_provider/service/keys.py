@@ -1,0 +1,138 @@
+"""API keys: made by an operator, shown once, stored only as a hash.
+
+A key reads ``fpk_<key id>_<secret>``. The id finds the row; the secret's SHA-256 is
+compared in constant time. The secret has 256 bits of entropy, so a plain hash is as strong
+as a slow one here, and checking a key stays cheap on every request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Engine
+
+from fillpdf_provider.service.db import accounts, api_keys
+from fillpdf_provider.service.plans import PLANS, Plan, enterprise_plan
+
+KEY_PATTERN = re.compile(r"^fpk_(?P<id>[a-z0-9]{16})_(?P<secret>[A-Za-z0-9_-]{43})$")
+_DUMMY_HASH = hashlib.sha256(b"no such key").hexdigest()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made a request: the key and its account's plan."""
+
+    key_id: str
+    account_id: str
+    plan: Plan
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_account(
+    engine: Engine,
+    plan: str,
+    now: float,
+    *,
+    enterprise: dict[str, object] | None = None,
+) -> str:
+    """A new account on ``plan``; enterprise limits come from ``enterprise``."""
+    if plan not in PLANS:
+        raise ValueError(f"Unknown plan {plan!r}; choose one of {', '.join(PLANS)}.")
+    account_id = "acct_" + secrets.token_hex(8)
+    row: dict[str, object] = {"id": account_id, "plan": plan, "created_at": now}
+    if plan == "enterprise":
+        row.update(enterprise or {})
+    with engine.begin() as conn:
+        conn.execute(accounts.insert().values(**row))
+    return account_id
+
+
+def create_key(engine: Engine, account_id: str, now: float) -> tuple[str, str]:
+    """A new key for ``account_id``: returns ``(key_id, full key)``; only the hash is kept."""
+    key_id = secrets.token_hex(8)
+    secret = secrets.token_urlsafe(32)
+    with engine.begin() as conn:
+        found = conn.execute(select(accounts.c.id).where(accounts.c.id == account_id)).first()
+        if found is None:
+            raise ValueError(f"No account {account_id!r}; `fillpdf keys list` shows them.")
+        conn.execute(
+            api_keys.insert().values(
+                id=key_id, account_id=account_id, secret_hash=_hash(secret), created_at=now
+            )
+        )
+    return key_id, f"fpk_{key_id}_{secret}"
+
+
+def revoke_key(engine: Engine, key_id: str, now: float) -> bool:
+    """Revoke a key by its id (or by the whole key); False if there was no live such key."""
+    match = KEY_PATTERN.match(key_id)
+    if match:
+        key_id = match["id"]
+    with engine.begin() as conn:
+        result = conn.execute(
+            update(api_keys)
+            .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        )
+    return result.rowcount == 1
+
+
+def list_keys(engine: Engine) -> list[dict[str, object]]:
+    """Every key with its account and plan (never a secret: only hashes are stored)."""
+    query = (
+        select(
+            api_keys.c.id,
+            api_keys.c.account_id,
+            accounts.c.plan,
+            api_keys.c.created_at,
+            api_keys.c.revoked_at,
+        )
+        .join(accounts, accounts.c.id == api_keys.c.account_id)
+        .order_by(api_keys.c.created_at)
+    )
+    with engine.connect() as conn:
+        return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def plan_of(row: dict[str, object]) -> Plan:
+    """The plan an account row runs on (enterprise limits from the row itself)."""
+    if row["plan"] == "enterprise":
+        return enterprise_plan(
+            pages_included=row.get("pages_included"),  # type: ignore[arg-type]
+            overage_rate_usd=row.get("overage_rate_usd"),  # type: ignore[arg-type]
+            max_pages_per_file=row.get("max_pages_per_file"),  # type: ignore[arg-type]
+            rate_limit_per_minute=row.get("rate_limit_per_minute"),  # type: ignore[arg-type]
+            hard_stop=bool(row.get("hard_stop")),
+        )
+    return PLANS[str(row["plan"])]
+
+
+def authenticate(engine: Engine, authorization: str | None) -> Caller | None:
+    """The caller behind an ``Authorization: Bearer`` header, or None if it isn't valid."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    match = KEY_PATTERN.match(token.strip()) if scheme.lower() == "bearer" else None
+    if match is None:
+        return None
+    query = (
+        select(api_keys.c.secret_hash, api_keys.c.revoked_at, accounts)
+        .join(accounts, accounts.c.id == api_keys.c.account_id)
+        .where(api_keys.c.id == match["id"])
+    )
+    with engine.connect() as conn:
+        row = conn.execute(query).first()
+    stored = row.secret_hash if row is not None else _DUMMY_HASH
+    valid = hmac.compare_digest(stored, _hash(match["secret"]))
+    if row is None or not valid or row.revoked_at is not None:
+        return None
+    mapping = dict(row._mapping)
+    return Caller(key_id=match["id"], account_id=str(mapping["id"]), plan=plan_of(mapping))

@@ -1,0 +1,180 @@
+"""A real FillPDF service for tests: ``fillpdf serve`` in a subprocess on a free local port.
+
+Tests talk to it over HTTP with httpx, exactly as users do. Keys are made with the service's
+own key store on the same database. The server's clock can be moved forward by writing an
+offset to its clock file, so month boundaries and 24-hour expiry are tested on a live process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from flatkit import FlatPage, build
+
+from fillpdf_provider.service import keys
+from fillpdf_provider.service.db import create_schema, make_engine
+
+START_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """One running service process (or several workers behind one port)."""
+
+    base_url: str
+    data_dir: Path
+    database_url: str
+    clock_file: Path
+    log_file: Path
+    process: subprocess.Popen[bytes]
+    _engine: object = field(default=None, repr=False)
+
+    @property
+    def db(self):
+        if self._engine is None:
+            self._engine = make_engine(self.database_url)
+            create_schema(self._engine)
+        return self._engine
+
+    def create_key(
+        self, plan: str = "developer", *, account: str | None = None, **limits: object
+    ) -> str:
+        """A new key (on a new account unless ``account`` is given); returns the whole key."""
+        now = time.time()
+        if account is None:
+            account = keys.create_account(self.db, plan, now, enterprise=limits or None)
+        return keys.create_key(self.db, account, now)[1]
+
+    def account_of(self, key: str) -> str:
+        caller = keys.authenticate(self.db, f"Bearer {key}")
+        assert caller is not None
+        return caller.account_id
+
+    def client(self, key: str | None = None, **kwargs: object) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        kwargs.setdefault("timeout", 60)
+        return httpx.Client(base_url=self.base_url, headers=headers, **kwargs)
+
+    def async_client(self, key: str | None = None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=120,
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=200),
+        )
+
+    def shift_clock(self, seconds: float) -> None:
+        """Move the server's clock ``seconds`` past real time (0 puts it back)."""
+        temp = self.clock_file.with_suffix(".tmp")
+        temp.write_text(repr(float(seconds)))
+        os.replace(temp, self.clock_file)
+
+    @contextlib.contextmanager
+    def clock_shifted(self, seconds: float) -> Iterator[None]:
+        self.shift_clock(seconds)
+        try:
+            yield
+        finally:
+            self.shift_clock(0)
+
+    def log_lines(self) -> list[str]:
+        return self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        if self._engine is not None:
+            self._engine.dispose()  # type: ignore[attr-defined]
+
+
+def start_server(
+    data_dir: Path,
+    database_url: str | None = None,
+    *,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+) -> Server:
+    """Start ``fillpdf serve`` and wait until it answers."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    url = database_url or f"sqlite:///{data_dir / 'fillpdf.db'}"
+    port = free_port()
+    clock_file = data_dir / "clock-offset"
+    clock_file.write_text("0")
+    log_file = data_dir / "server.log"
+    environment = {
+        **os.environ,
+        "FILLPDF_CLOCK_FILE": str(clock_file),
+        "FILLPDF_SWEEP_INTERVAL": "0.5",
+        **(env or {}),
+    }
+    command = [
+        sys.executable, "-m", "fillpdf_provider.cli", "serve",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--data-dir", str(data_dir), "--database-url", url,
+        "--workers", str(workers),
+    ]  # fmt: skip
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+    server = Server(f"http://127.0.0.1:{port}", data_dir, url, clock_file, log_file, process)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"fillpdf serve exited with {process.returncode}:\n"
+                + "\n".join(server.log_lines()[-30:])
+            )
+        try:
+            if httpx.get(f"{server.base_url}/v1/openapi.json", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(
+        "fillpdf serve did not answer within 60 s:\n" + "\n".join(server.log_lines()[-30:])
+    )
+
+
+def flat_form(pages: int = 1, *, password: str | None = None) -> bytes:
+    """A flat form of ``pages`` pages: labelled boxes, an underline and two checkboxes each."""
+    built = []
+    for number in range(pages):
+        page = FlatPage()
+        page.text(72, 720, f"Application form, page {number + 1}", size=14)
+        page.text(72, 662, "Full name")
+        page.box((150, 655, 450, 675))
+        page.text(72, 622, "Email")
+        page.box((150, 615, 450, 635))
+        page.text(72, 582, "City")
+        page.line(150, 578, 450, 578)
+        page.box((72, 540, 82, 550))
+        page.text(88, 541, "Member")
+        page.box((172, 540, 182, 550))
+        page.text(188, 541, "Newsletter")
+        built.append(page)
+    return build(built, password=password)
