@@ -673,10 +673,41 @@ def _add_security_scheme(app: FastAPI) -> None:
         fill_schema = FillRequest.model_json_schema(ref_template="#/components/schemas/{model}")
         fill_schema.pop("$defs", None)
         schemas["FillRequest"] = fill_schema
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)  # validation errors are answered as 400 invalid_request
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                _declare_headers(operation)
         app.openapi_schema = schema
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _header(description: str, kind: str = "integer", *, required: bool = False) -> dict:
+    return {"description": description, "required": required, "schema": {"type": kind}}
+
+
+def _declare_headers(operation: dict[str, Any]) -> None:
+    """Every answer has X-Request-Id; authenticated ones the rate-limit headers."""
+    responses = operation.setdefault("responses", {})
+    responses.pop("422", None)
+    secured = bool(operation.get("security"))
+    for status, response in responses.items():
+        headers = response.setdefault("headers", {})
+        headers["X-Request-Id"] = _header(
+            "Identifies the request in the logs.", "string", required=True
+        )
+        if not secured or status == "401":
+            continue
+        limited = status == "429"
+        headers["X-RateLimit-Limit"] = _header("Requests per minute of the plan.", required=limited)
+        headers["X-RateLimit-Remaining"] = _header(
+            "Requests left in this minute.", required=limited
+        )
+        headers["X-RateLimit-Reset"] = _header("Epoch second the minute ends.", required=limited)
+        if limited:
+            headers["Retry-After"] = _header("Seconds to wait.", required=True)
 
 
 async def _sweep_forever(service: Service) -> None:

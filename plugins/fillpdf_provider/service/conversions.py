@@ -6,6 +6,7 @@ kept as a tombstone, so a late request gets 410 ``expired`` rather than 404.
 
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from sqlalchemy.engine import Engine
 
 from fillpdf_provider.service.db import conversions, idempotency
 from fillpdf_provider.service.errors import ApiError
+
+ID_PATTERN = re.compile(r"conv_[0-9a-f]{24}")
 
 
 def new_id() -> str:
@@ -31,6 +34,8 @@ def record(engine: Engine, row: dict[str, Any]) -> None:
 
 
 def find(engine: Engine, conversion_id: str) -> dict[str, Any] | None:
+    if not ID_PATTERN.fullmatch(conversion_id):  # never send junk (NUL bytes...) to the database
+        return None
     with engine.connect() as conn:
         row = conn.execute(select(conversions).where(conversions.c.id == conversion_id)).first()
     return dict(row._mapping) if row is not None else None
@@ -38,7 +43,7 @@ def find(engine: Engine, conversion_id: str) -> dict[str, Any] | None:
 
 def live(engine: Engine, conversion_id: str, account_id: str, now: float) -> dict[str, Any]:
     """The caller's conversion, or 404 (unknown, or another account's) / 410 (expired)."""
-    row = find(engine, conversion_id) if conversion_id.startswith("conv_") else None
+    row = find(engine, conversion_id)
     if row is None or row["account_id"] != account_id:
         raise ApiError(
             "not_found",

@@ -20,6 +20,9 @@ from fillpdf_provider.service.db import accounts, api_keys
 from fillpdf_provider.service.plans import PLANS, Plan, enterprise_plan
 
 KEY_PATTERN = re.compile(r"^fpk_(?P<id>[a-z0-9]{16})_(?P<secret>[A-Za-z0-9_-]{43})$")
+#: Requests per minute of an enterprise account whose settings name none: every key has a
+#: limit, so every authenticated response can state it.
+ENTERPRISE_RATE_LIMIT = 6000
 _DUMMY_HASH = hashlib.sha256(b"no such key").hexdigest()
 
 
@@ -109,7 +112,8 @@ def plan_of(row: dict[str, object]) -> Plan:
             pages_included=row.get("pages_included"),  # type: ignore[arg-type]
             overage_rate_usd=row.get("overage_rate_usd"),  # type: ignore[arg-type]
             max_pages_per_file=row.get("max_pages_per_file"),  # type: ignore[arg-type]
-            rate_limit_per_minute=row.get("rate_limit_per_minute"),  # type: ignore[arg-type]
+            rate_limit_per_minute=row.get("rate_limit_per_minute")  # type: ignore[arg-type]
+            or ENTERPRISE_RATE_LIMIT,
             hard_stop=bool(row.get("hard_stop")),
         )
     return PLANS[str(row["plan"])]

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from urllib.parse import urlencode
+
+EXPIRES_PATTERN = re.compile(r"[0-9]{1,12}")
+SIGNATURE_PATTERN = re.compile(r"[0-9a-f]{64}")
 
 
 def signature(key: bytes, conversion_id: str, expires: int) -> str:
@@ -23,7 +27,9 @@ def document_url(base_url: str, key: bytes, conversion_id: str, expires: int) ->
 
 def verify(key: bytes, conversion_id: str, expires: str | None, given: str | None) -> int | None:
     """The expiry if the signature is right, else None (expiry is checked by the caller)."""
-    if not expires or not given or not expires.isdigit() or len(expires) > 12:
+    if not expires or not given:
+        return None
+    if not EXPIRES_PATTERN.fullmatch(expires) or not SIGNATURE_PATTERN.fullmatch(given):
         return None
     expected = signature(key, conversion_id, int(expires))
     if not hmac.compare_digest(expected, given):
