@@ -178,3 +178,74 @@ def flat_form(pages: int = 1, *, password: str | None = None) -> bytes:
         page.text(188, 541, "Newsletter")
         built.append(page)
     return build(built, password=password)
+
+
+class DroppingProxy:
+    """A TCP proxy to a server that drops the first ``drops`` answers on the floor.
+
+    The request reaches the server and is processed (a conversion is made and billed); the
+    client's connection is then closed before any byte of the answer reaches it, which is
+    what a network failure at the worst moment looks like to a client.
+    """
+
+    def __init__(self, upstream: str, drops: int = 1) -> None:
+        import threading
+
+        host, port = upstream.removeprefix("http://").split(":")
+        self.upstream = (host, int(port))
+        self.drops = drops
+        self.dropped = 0
+        self.connections = 0
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                drop = self.dropped < self.drops
+                if drop:
+                    self.dropped += 1
+            threading.Thread(target=self._handle, args=(client, drop), daemon=True).start()
+
+    def _handle(self, client: socket.socket, drop: bool) -> None:
+        import threading
+
+        upstream = socket.create_connection(self.upstream)
+
+        def pump(source: socket.socket, target: socket.socket | None) -> None:
+            try:
+                while chunk := source.recv(65536):
+                    if target is None:  # the answer arrived: lose it and hang up
+                        client.shutdown(socket.SHUT_RDWR)
+                        client.close()
+                        return
+                    target.sendall(chunk)
+            except OSError:
+                pass
+            finally:
+                for sock in (source, target):
+                    with contextlib.suppress(OSError):
+                        if sock is not None:
+                            sock.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+        pump(upstream, None if drop else client)
+        for sock in (client, upstream):
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def close(self) -> None:
+        self._listener.close()

@@ -1,0 +1,591 @@
+"""Python client of the FillPDF API, sync (``FillPdfClient``) and async (``AsyncFillPdfClient``).
+
+Errors are typed, one class per error type of the API, each carrying the request id to quote.
+Calls are retried where a retry is safe and useful: after a 429 (waiting until the server
+says the window resets), after a gateway error or a dropped connection. A conversion is
+billed, so every ``convert`` call sends an ``Idempotency-Key``: its retries can never bill
+twice.
+
+    with FillPdfClient("https://fillpdf.example.com", api_key) as client:
+        conversion = client.convert("flat.pdf")
+        pdf = client.fill(conversion.conversion_id, {"full_name": "Ada Lovelace"})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import io
+import os
+import random
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Union
+
+import httpx
+
+from fillpdf_provider import __version__
+from fillpdf_provider.engine.schema import Field
+
+PdfSource = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
+DEFAULT_TIMEOUT = 120.0
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class FillPdfApiError(Exception):
+    """An answer other than 2xx from the API, or no answer at all."""
+
+    error_type = "api_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        param: str | None = None,
+        request_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.param = param
+        self.request_id = request_id
+        self.headers = dict(headers or {})
+
+    def __str__(self) -> str:
+        where = f" (request {self.request_id})" if self.request_id else ""
+        return f"{self.message}{where}"
+
+
+class InvalidRequest(FillPdfApiError):
+    error_type = "invalid_request"
+
+
+class AuthenticationError(FillPdfApiError):
+    error_type = "authentication_error"
+
+
+class QuotaExceeded(FillPdfApiError):
+    error_type = "quota_exceeded"
+
+
+class Forbidden(FillPdfApiError):
+    error_type = "forbidden"
+
+
+class NotFound(FillPdfApiError):
+    error_type = "not_found"
+
+
+class Expired(FillPdfApiError):
+    error_type = "expired"
+
+
+class PayloadTooLarge(FillPdfApiError):
+    error_type = "payload_too_large"
+
+
+class UnsupportedFile(FillPdfApiError):
+    error_type = "unsupported_file"
+
+
+class RateLimited(FillPdfApiError):
+    """Over the plan's requests per minute; ``retry_at`` is when the window resets (UTC)."""
+
+    error_type = "rate_limit_error"
+
+    @property
+    def retry_at(self) -> dt.datetime | None:
+        wait = _wait_seconds(self.headers, time.time())
+        if wait is None:
+            return None
+        return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=wait)
+
+
+class ApiServerError(FillPdfApiError):
+    """A bug on the server's side (500); quote the request id when reporting it."""
+
+    error_type = "api_error"
+
+
+class EngineError(FillPdfApiError):
+    """The PDF claims to be one but could not be processed (502 ``engine_error``)."""
+
+    error_type = "engine_error"
+
+
+class ServiceUnavailable(FillPdfApiError):
+    """A gateway error or no answer at all, after the retries."""
+
+    error_type = "service_unavailable"
+
+
+ERRORS: dict[str, type[FillPdfApiError]] = {
+    cls.error_type: cls
+    for cls in (
+        InvalidRequest,
+        AuthenticationError,
+        QuotaExceeded,
+        Forbidden,
+        NotFound,
+        Expired,
+        PayloadTooLarge,
+        UnsupportedFile,
+        RateLimited,
+        ApiServerError,
+        EngineError,
+    )
+}
+
+
+def error_for(
+    error_type: str,
+    message: str,
+    *,
+    status: int | None = None,
+    param: str | None = None,
+    request_id: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> FillPdfApiError:
+    """The exception for an API error type (the embedded mode raises the same ones)."""
+    cls = ERRORS.get(error_type, FillPdfApiError)
+    return cls(message, status=status, param=param, request_id=request_id, headers=headers)
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    request_id = response.headers.get("x-request-id")
+    try:
+        error = response.json()["error"]
+        error_type, message, param = error["type"], error["message"], error.get("param")
+    except (ValueError, KeyError, TypeError):
+        error_type = "service_unavailable" if response.status_code >= 500 else "api_error"
+        message = f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
+        param = None
+    if error_type == "service_unavailable":
+        raise ServiceUnavailable(message, status=response.status_code, request_id=request_id,
+                                 headers=response.headers)  # fmt: skip
+    raise error_for(error_type, message, status=response.status_code, param=param,
+                    request_id=request_id, headers=response.headers)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A conversion result: the fillable PDF's schema and where to fetch the PDF."""
+
+    conversion_id: str
+    status: str
+    fields: int
+    confidence: float
+    pages: int
+    ms: int
+    schema: list[Field]
+    document_url: str | None = None
+    expires_at: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Conversion:
+        return cls(
+            conversion_id=data["conversion_id"],
+            status=data["status"],
+            fields=int(data["fields"]),
+            confidence=float(data["confidence"]),
+            pages=int(data["pages"]),
+            ms=int(data["ms"]),
+            schema=[Field.from_dict(entry) for entry in data["schema"]],
+            document_url=data.get("document_url"),
+            expires_at=data.get("expires_at"),
+        )
+
+
+@dataclass(frozen=True)
+class Account:
+    """The plan and this month's usage; ``None`` where the plan sets no number."""
+
+    plan: str
+    period_start: str | None
+    period_end: str | None
+    pages_included: int | None
+    pages_used: int
+    pages_remaining: int | None
+    overage_pages: int | None
+    overage_rate_usd: float | None
+    overage_cost_usd: float | None
+    max_pages_per_file: int | None
+    rate_limit_per_minute: int | None
+    hard_stop: bool
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Account:
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        values = {name: data.get(name) for name in known}
+        values["pages_used"] = int(values["pages_used"] or 0)
+        values["hard_stop"] = bool(values["hard_stop"])
+        return cls(**values, extra={k: v for k, v in data.items() if k not in known})
+
+
+# --------------------------------------------------------------------------- retries
+
+
+@dataclass
+class RetryPolicy:
+    """How many times and how long to wait; the waits grow exponentially, with jitter."""
+
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    max_rate_limit_wait_s: float = 65.0
+    """A 429 is waited out only if the window resets within this many seconds."""
+
+    def backoff(self, attempt: int) -> float:
+        ceiling = min(self.max_backoff_s, self.backoff_s * 2**attempt)
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def _wait_seconds(headers: Mapping[str, str], now: float) -> float | None:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    retry_after = lowered.get("retry-after")
+    if retry_after and retry_after.strip().isdigit():
+        return float(retry_after)
+    reset = lowered.get("x-ratelimit-reset")
+    if reset and reset.strip().isdigit():
+        return max(0.0, float(reset) - now)
+    return None
+
+
+def _retry_wait(
+    policy: RetryPolicy, attempt: int, response: httpx.Response | None, error: Exception | None
+) -> float | None:
+    """Seconds to wait before the next attempt, or None if this outcome is final."""
+    if attempt >= policy.max_retries:
+        return None
+    if error is not None:
+        return policy.backoff(attempt)
+    assert response is not None
+    if response.status_code == 429:
+        wait = _wait_seconds(response.headers, time.time())
+        if wait is None:
+            return policy.backoff(attempt)
+        if wait > policy.max_rate_limit_wait_s:
+            return None
+        return wait + random.uniform(0, 0.25)  # spread the retries of many clients
+    if response.status_code in RETRYABLE_STATUSES:
+        if _is_engine_error(response):  # the same PDF fails the same way: don't retry
+            return None
+        return policy.backoff(attempt)
+    return None
+
+
+def _is_engine_error(response: httpx.Response) -> bool:
+    try:
+        return response.json()["error"]["type"] == "engine_error"
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+_TRANSIENT = (httpx.TransportError,)
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass
+class _Call:
+    method: str
+    path: str
+    json: Any = None
+    files: Any = None
+    data: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    rewind: IO[bytes] | None = None
+    absolute: bool = False
+
+
+def _pdf_part(pdf: PdfSource) -> tuple[str, IO[bytes], bool]:
+    """``(filename, stream, opened_here)``; bytes and paths become streams we can rewind."""
+    if isinstance(pdf, bytes | bytearray | memoryview):
+        return "document.pdf", io.BytesIO(bytes(pdf)), True
+    if isinstance(pdf, str | os.PathLike):
+        path = Path(pdf)
+        try:
+            return path.name, path.open("rb"), True
+        except FileNotFoundError:
+            raise InvalidRequest(f"No such PDF file: {path}", param="file") from None
+    if not (hasattr(pdf, "seekable") and pdf.seekable()):
+        return "document.pdf", io.BytesIO(pdf.read()), True
+    return Path(getattr(pdf, "name", "document.pdf")).name, pdf, False
+
+
+def _fill_body(
+    target: str | bytes,
+    values: Mapping[str, Any],
+    fields: Sequence[Field | Mapping[str, Any]] | None,
+    flatten: bool,
+) -> dict[str, Any]:
+    import base64
+
+    body: dict[str, Any] = {"values": dict(values), "flatten": flatten}
+    if isinstance(target, bytes | bytearray):
+        if fields is None:
+            raise InvalidRequest(
+                "Filling a PDF sent inline needs its fields (the schema), e.g. from inspect.",
+                param="fields",
+            )
+        body["pdf_base64"] = base64.b64encode(bytes(target)).decode()
+        body["fields"] = [f.to_dict() if isinstance(f, Field) else dict(f) for f in fields]
+    else:
+        body["conversion_id"] = target
+    return body
+
+
+class _Base:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not base_url:
+            raise ValueError("base_url is required, e.g. 'https://fillpdf.example.com'.")
+        if not api_key:
+            raise ValueError("api_key is required; create one with `fillpdf keys create`.")
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self._timeout = (
+            timeout
+            if isinstance(timeout, httpx.Timeout)
+            else httpx.Timeout(timeout, connect=min(10.0, float(timeout)))
+        )
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "User-Agent": f"fillpdf-python/{__version__}",
+        }
+
+    def _convert_call(self, pdf: PdfSource, detect: str, idempotency_key: str | None
+                      ) -> tuple[_Call, IO[bytes], bool]:  # fmt: skip
+        name, stream, opened = _pdf_part(pdf)
+        call = _Call(
+            "POST",
+            "/v1/convert",
+            files={"file": (name, stream, "application/pdf")},
+            data={"detect": detect},
+            headers={"Idempotency-Key": idempotency_key or f"fillpdf-{uuid.uuid4()}"},
+            rewind=stream,
+        )
+        return call, stream, opened
+
+
+class FillPdfClient(_Base):
+    """Blocking client. Use it as a context manager, or call ``close()``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout=timeout, retry=retry)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=self._headers, timeout=self._timeout,
+            transport=transport,
+        )  # fmt: skip
+        # Document URLs may point at a CDN: they carry their own signature, never the key.
+        self._anonymous = httpx.Client(timeout=self._timeout, transport=transport)
+
+    def __enter__(self) -> FillPdfClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+        self._anonymous.close()
+
+    def _send(self, call: _Call) -> httpx.Response:
+        attempt = 0
+        start = call.rewind.tell() if call.rewind is not None else 0
+        while True:
+            if call.rewind is not None:
+                call.rewind.seek(start)
+            response: httpx.Response | None = None
+            error: Exception | None = None
+            http = self._anonymous if call.absolute else self._http
+            try:
+                response = http.request(
+                    call.method, call.path, json=call.json, files=call.files, data=call.data,
+                    headers=call.headers,
+                )  # fmt: skip
+            except _TRANSIENT as exc:
+                error = exc
+            wait = _retry_wait(self.retry, attempt, response, error)
+            if wait is None:
+                if error is not None:
+                    raise ServiceUnavailable(
+                        f"No answer from {self.base_url} after {attempt + 1} attempts "
+                        f"({type(error).__name__}: {error}); check the URL and the service."
+                    ) from error
+                assert response is not None
+                _raise_for(response)
+                return response
+            time.sleep(wait)
+            attempt += 1
+
+    def convert(
+        self, pdf: PdfSource, *, detect: str = "fields", idempotency_key: str | None = None
+    ) -> Conversion:
+        """Convert a flat PDF (bytes, a path or a file object, streamed from disk)."""
+        call, stream, opened = self._convert_call(pdf, detect, idempotency_key)
+        try:
+            return Conversion.from_json(self._send(call).json())
+        finally:
+            if opened:
+                stream.close()
+
+    def fill(
+        self,
+        target: str | bytes,
+        values: Mapping[str, Any],
+        *,
+        fields: Sequence[Field | Mapping[str, Any]] | None = None,
+        flatten: bool = False,
+    ) -> bytes:
+        """Fill a conversion (its id) or a fillable PDF (bytes, with its ``fields``)."""
+        body = _fill_body(target, values, fields, flatten)
+        return self._send(_Call("POST", "/v1/fill", json=body)).content
+
+    def get_account(self) -> Account:
+        return Account.from_json(self._send(_Call("GET", "/v1/account")).json())
+
+    def get_conversion(self, conversion_id: str) -> Conversion:
+        return Conversion.from_json(
+            self._send(_Call("GET", f"/v1/conversions/{conversion_id}")).json()
+        )
+
+    def download(self, conversion: str | Conversion) -> bytes:
+        """The fillable PDF of a conversion: through its document URL if it still has one,
+        else through a freshly signed one."""
+        if isinstance(conversion, Conversion) and conversion.document_url:
+            url: str | None = conversion.document_url
+            cid = conversion.conversion_id
+        else:
+            cid = conversion.conversion_id if isinstance(conversion, Conversion) else conversion
+            url = self.get_conversion(cid).document_url
+        if not url:
+            raise ApiServerError(f"Conversion {cid} came back without a document_url.")
+        return self._send(_Call("GET", url, absolute=True)).content
+
+
+class AsyncFillPdfClient(_Base):
+    """The same calls as ``FillPdfClient``, awaitable (for triggers and async code)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout=timeout, retry=retry)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=self._headers, timeout=self._timeout,
+            transport=transport,
+        )  # fmt: skip
+        self._anonymous = httpx.AsyncClient(timeout=self._timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncFillPdfClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        await self._anonymous.aclose()
+
+    async def _send(self, call: _Call) -> httpx.Response:
+        attempt = 0
+        start = call.rewind.tell() if call.rewind is not None else 0
+        while True:
+            if call.rewind is not None:
+                call.rewind.seek(start)
+            response: httpx.Response | None = None
+            error: Exception | None = None
+            http = self._anonymous if call.absolute else self._http
+            try:
+                response = await http.request(
+                    call.method, call.path, json=call.json, files=call.files, data=call.data,
+                    headers=call.headers,
+                )  # fmt: skip
+            except _TRANSIENT as exc:
+                error = exc
+            wait = _retry_wait(self.retry, attempt, response, error)
+            if wait is None:
+                if error is not None:
+                    raise ServiceUnavailable(
+                        f"No answer from {self.base_url} after {attempt + 1} attempts "
+                        f"({type(error).__name__}: {error}); check the URL and the service."
+                    ) from error
+                assert response is not None
+                _raise_for(response)
+                return response
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def convert(
+        self, pdf: PdfSource, *, detect: str = "fields", idempotency_key: str | None = None
+    ) -> Conversion:
+        call, stream, opened = self._convert_call(pdf, detect, idempotency_key)
+        try:
+            return Conversion.from_json((await self._send(call)).json())
+        finally:
+            if opened:
+                stream.close()
+
+    async def fill(
+        self,
+        target: str | bytes,
+        values: Mapping[str, Any],
+        *,
+        fields: Sequence[Field | Mapping[str, Any]] | None = None,
+        flatten: bool = False,
+    ) -> bytes:
+        body = _fill_body(target, values, fields, flatten)
+        return (await self._send(_Call("POST", "/v1/fill", json=body))).content
+
+    async def get_account(self) -> Account:
+        return Account.from_json((await self._send(_Call("GET", "/v1/account"))).json())
+
+    async def get_conversion(self, conversion_id: str) -> Conversion:
+        response = await self._send(_Call("GET", f"/v1/conversions/{conversion_id}"))
+        return Conversion.from_json(response.json())
+
+    async def download(self, conversion: str | Conversion) -> bytes:
+        if isinstance(conversion, Conversion) and conversion.document_url:
+            url: str | None = conversion.document_url
+            cid = conversion.conversion_id
+        else:
+            cid = conversion.conversion_id if isinstance(conversion, Conversion) else conversion
+            url = (await self.get_conversion(cid)).document_url
+        if not url:
+            raise ApiServerError(f"Conversion {cid} came back without a document_url.")
+        return (await self._send(_Call("GET", url, absolute=True))).content

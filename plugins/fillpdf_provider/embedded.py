@@ -1,0 +1,138 @@
+"""The API's calls on the local engine: no server, no key, no limits.
+
+``FillPdfHook`` uses this when its connection names no host. Conversions are kept in a local
+folder for 24 hours, like the service keeps them, so ``fill(conversion_id, ...)`` works the
+same way in both modes; errors are the client's exception classes, so callers catch one set.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fillpdf_provider.client import Account, NotFound, PdfSource, error_for
+from fillpdf_provider.engine.convert import ConversionResult, convert
+from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.filler import Template, write_atomic
+from fillpdf_provider.engine.schema import Field
+from fillpdf_provider.engine.source import read_bytes
+
+RETENTION_S = 24 * 3600
+
+
+def default_store() -> Path:
+    """``$FILLPDF_EMBEDDED_STORE``, else ``$AIRFLOW_HOME/fillpdf``, else ``~/.cache/fillpdf``."""
+    if os.environ.get("FILLPDF_EMBEDDED_STORE"):
+        return Path(os.environ["FILLPDF_EMBEDDED_STORE"])
+    if os.environ.get("AIRFLOW_HOME"):
+        return Path(os.environ["AIRFLOW_HOME"]) / "fillpdf" / "conversions"
+    return Path.home() / ".cache" / "fillpdf" / "conversions"
+
+
+def _api_error(exc: FillPdfError) -> Exception:
+    return error_for(exc.error_type, exc.message, param=exc.param)
+
+
+class EmbeddedFillPdf:
+    """Convert and fill in this process, with a local store of conversions."""
+
+    def __init__(self, store_dir: str | os.PathLike[str] | None = None) -> None:
+        self.store = Path(store_dir) if store_dir else default_store()
+
+    def _paths(self, conversion_id: str) -> tuple[Path, Path]:
+        if not conversion_id.startswith("conv_") or not conversion_id[5:].isalnum():
+            raise NotFound(f"No conversion {conversion_id!r}.", param="conversion_id")
+        return self.store / f"{conversion_id}.pdf", self.store / f"{conversion_id}.json"
+
+    def convert(self, pdf: PdfSource, *, detect: str = "fields") -> ConversionResult:
+        try:
+            data = read_bytes(pdf)
+            result = convert(data, detect)
+        except FillPdfError as exc:
+            raise _api_error(exc) from None
+        digest = hashlib.sha256(detect.encode() + b"\0" + data).hexdigest()
+        result.conversion_id = f"conv_{digest[:24]}"
+        pdf_path, meta_path = self._paths(result.conversion_id)
+        write_atomic(pdf_path, result.pdf)
+        meta = {**result.to_dict(), "created_at": time.time()}
+        meta["document_url"] = result.document_url = pdf_path.resolve().as_uri()
+        write_atomic(meta_path, json.dumps(meta).encode())
+        self._sweep()
+        return result
+
+    def get_conversion(self, conversion_id: str) -> ConversionResult:
+        pdf_path, meta_path = self._paths(conversion_id)
+        try:
+            meta = json.loads(meta_path.read_text())
+            pdf = pdf_path.read_bytes()
+        except FileNotFoundError:
+            raise NotFound(
+                f"No conversion {conversion_id!r} in {self.store}; convert the PDF first "
+                "(conversions are kept 24 hours).",
+                param="conversion_id",
+            ) from None
+        return ConversionResult(
+            pdf=pdf,
+            schema=[Field.from_dict(entry) for entry in meta["schema"]],
+            pages=int(meta["pages"]),
+            ms=int(meta["ms"]),
+            status=meta["status"],
+            conversion_id=conversion_id,
+            document_url=meta.get("document_url"),
+        )
+
+    def fill(
+        self,
+        target: str | bytes,
+        values: Mapping[str, Any],
+        *,
+        fields: Sequence[Field | Mapping[str, Any]] | None = None,
+        flatten: bool = False,
+    ) -> bytes:
+        pdf = self.get_conversion(target).pdf if isinstance(target, str) else bytes(target)
+        try:
+            return Template(pdf).fill(values, flatten=flatten)
+        except FillPdfError as exc:
+            raise _api_error(exc) from None
+
+    def get_account(self) -> Account:
+        """No plan and no limits; ``pages_used`` counts this month's local conversions."""
+        now = dt.datetime.now(dt.UTC)
+        start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        used = 0
+        for meta_path in self.store.glob("conv_*.json") if self.store.is_dir() else []:
+            try:
+                meta = json.loads(meta_path.read_text())
+            except (OSError, ValueError):
+                continue
+            if meta.get("created_at", 0) >= start.timestamp():
+                used += int(meta.get("pages", 0))
+        return Account(
+            plan="embedded",
+            period_start=start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            period_end=None,
+            pages_included=None,
+            pages_used=used,
+            pages_remaining=None,
+            overage_pages=0,
+            overage_rate_usd=None,
+            overage_cost_usd=None,
+            max_pages_per_file=None,
+            rate_limit_per_minute=None,
+            hard_stop=False,
+        )
+
+    def _sweep(self) -> None:
+        cutoff = time.time() - RETENTION_S
+        for path in self.store.glob("conv_*"):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                continue

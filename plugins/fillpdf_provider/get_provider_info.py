@@ -1,0 +1,65 @@
+"""What Airflow's providers manager reads about this package (entry point
+``apache_airflow_provider``): the hook, and the ``fillpdf`` connection form, declared as data
+so the UI can draw it without importing the hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fillpdf_provider import __version__
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-fillpdf",
+        "name": "FillPDF",
+        "description": "Convert flat PDFs into fillable forms and fill them in bulk from "
+        "tables, on the FillPDF API or the embedded engine.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "FillPDF",
+                "external-doc-url": "https://github.com/fillpdf/airflow-provider-fillpdf",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [
+            {"integration-name": "FillPDF", "python-modules": ["fillpdf_provider.hooks.fillpdf"]}
+        ],
+        "connection-types": [
+            {
+                "hook-class-name": "fillpdf_provider.hooks.fillpdf.FillPdfHook",
+                "hook-name": "FillPDF",
+                "connection-type": "fillpdf",
+                "conn-fields": {
+                    "mode": {
+                        "label": "Mode",
+                        "description": "api: call the service at the base URL; embedded: run "
+                        "the engine in the worker (no URL or key needed).",
+                        "schema": {
+                            "type": ["string", "null"],
+                            "enum": ["api", "embedded"],
+                            "default": "api",
+                        },
+                    },
+                    "timeout": {
+                        "label": "Timeout (seconds)",
+                        "schema": {"type": ["number", "null"], "default": 120},
+                    },
+                    "store_dir": {
+                        "label": "Embedded store folder",
+                        "description": "Where embedded mode keeps conversions for 24 hours.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port", "login", "extra"],
+                    "relabeling": {"host": "Base URL", "password": "API key"},
+                    "placeholders": {
+                        "host": "https://fillpdf.example.com (empty: embedded engine)",
+                        "password": "fpk_...",
+                    },
+                },
+            }
+        ],
+    }
