@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
+# Airflow reads its configuration once, at import: point it at a private home first.
+os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="fillpdf-airflow-")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+
 import pytest
 import viewcheck
 from formkit import bench_form, sample_form

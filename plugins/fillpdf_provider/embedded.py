@@ -56,6 +56,8 @@ class EmbeddedFillPdf:
             result = convert(data, detect)
         except FillPdfError as exc:
             raise _api_error(exc) from None
+        # The schema as the API returns it (rects to 3 decimals): the same in both modes.
+        result.schema = [Field.from_dict(entry.to_dict()) for entry in result.schema]
         digest = hashlib.sha256(detect.encode() + b"\0" + data).hexdigest()
         result.conversion_id = f"conv_{digest[:24]}"
         pdf_path, meta_path = self._paths(result.conversion_id)

@@ -1,0 +1,190 @@
+"""``FillPdfHook`` in both modes, with one suite: the service over HTTP, and the embedded
+engine in this process. Same calls, same types, same errors, and the same schemas."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from formkit import sample_form
+from pypdf import PdfReader
+from servicekit import Server, flat_form, start_server
+
+from fillpdf_provider.client import Account, InvalidRequest, NotFound, UnsupportedFile
+from fillpdf_provider.engine.convert import ConversionResult
+from fillpdf_provider.hooks.fillpdf import FillPdfHook
+
+CONN = "fillpdf_test"
+MODES = ["api", "embedded"]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory):
+    running = start_server(tmp_path_factory.mktemp("hook-service"))
+    yield running
+    running.stop()
+
+
+def connect(monkeypatch: pytest.MonkeyPatch, conn: dict, conn_id: str = CONN) -> FillPdfHook:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+    return FillPdfHook(conn_id)
+
+
+@pytest.fixture(params=MODES)
+def hook(request, service: Server, monkeypatch: pytest.MonkeyPatch, tmp_path) -> FillPdfHook:
+    if request.param == "api":
+        conn = {
+            "conn_type": "fillpdf",
+            "host": service.base_url,
+            "password": service.create_key("pro"),
+        }
+    else:
+        conn = {"conn_type": "fillpdf", "extra": {"store_dir": str(tmp_path / "store")}}
+    made = connect(monkeypatch, conn)
+    assert made.mode == request.param
+    return made
+
+
+def test_convert_returns_a_fillable_result(hook: FillPdfHook, tmp_path) -> None:
+    path = tmp_path / "flat.pdf"
+    path.write_bytes(flat_form(2))
+    for source in (path, path.read_bytes(), io.BytesIO(path.read_bytes())):
+        result = hook.convert(source)
+        assert isinstance(result, ConversionResult)
+        assert result.conversion_id and result.conversion_id.startswith("conv_")
+        assert result.pages == 2 and result.status == "converted"
+        assert {"full_name", "email", "member"} <= {f.name for f in result.schema}
+        widgets = PdfReader(io.BytesIO(result.pdf)).get_fields() or {}
+        assert {f.name for f in result.schema} <= set(widgets)
+    again = hook.get_conversion(result.conversion_id)
+    assert again.schema == result.schema and again.pdf == result.pdf
+
+
+def test_fill_by_conversion_id_and_inline(hook: FillPdfHook) -> None:
+    result = hook.convert(flat_form(1), detect="fields_fast")
+    filled = hook.fill(result.conversion_id, {"full_name": "Ada Lovelace", "member": True})
+    fields = PdfReader(io.BytesIO(filled)).get_fields() or {}
+    assert fields["full_name"]["/V"] == "Ada Lovelace"
+    assert fields["member"]["/V"] not in (None, "/Off")
+    flat = hook.fill(result.conversion_id, {"full_name": "Ada"}, flatten=True)
+    assert not PdfReader(io.BytesIO(flat)).get_fields()
+    pdf, _ = sample_form()
+    inline = hook.fill(pdf, {"full_name": "Grace"}, fields=[{"name": "full_name", "type": "text"}])
+    assert (PdfReader(io.BytesIO(inline)).get_fields() or {})["full_name"]["/V"] == "Grace"
+
+
+def test_errors_are_the_same_in_both_modes(hook: FillPdfHook) -> None:
+    with pytest.raises(NotFound):
+        hook.get_conversion("conv_" + "0" * 24)
+    with pytest.raises(UnsupportedFile):
+        hook.convert(b"this is not a PDF")
+    result = hook.convert(flat_form(1))
+    with pytest.raises(InvalidRequest) as caught:
+        hook.fill(result.conversion_id, {"member": "yes"})
+    assert caught.value.param == "member"
+    with pytest.raises(InvalidRequest) as caught:
+        hook.fill(result.conversion_id, {"emial": "x"})
+    assert "'email'" in caught.value.message
+
+
+def test_account_and_test_connection(hook: FillPdfHook) -> None:
+    hook.convert(flat_form(3))
+    account = hook.get_account()
+    assert isinstance(account, Account)
+    assert account.pages_used >= 3
+    if hook.mode == "embedded":
+        assert account.plan == "embedded" and account.pages_included is None
+        assert not account.hard_stop and account.rate_limit_per_minute is None
+    else:
+        assert account.plan == "pro" and account.pages_included == 60
+    ok, message = hook.test_connection()
+    assert ok, message
+
+
+def test_both_modes_give_equal_schemas_and_identical_fills(
+    service: Server, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    api = connect(
+        monkeypatch,
+        {"conn_type": "fillpdf", "host": service.base_url, "password": service.create_key("pro")},
+        "fp_api",
+    )
+    embedded = connect(
+        monkeypatch,
+        {"conn_type": "fillpdf", "extra": {"mode": "embedded", "store_dir": str(tmp_path)}},
+        "fp_local",
+    )
+    pdf = flat_form(2)
+    remote, local = api.convert(pdf), embedded.convert(pdf)
+    assert remote.schema == local.schema
+    assert remote.pdf == local.pdf
+    values = {"full_name": "Ada", "email": "ada@example.org", "newsletter": True}
+    assert api.fill(remote.conversion_id, values) == embedded.fill(local.conversion_id, values)
+
+
+def test_missing_default_connection_means_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_FILLPDF_DEFAULT", raising=False)
+    hook = FillPdfHook()
+    assert hook.mode == "embedded"
+    assert hook.test_connection()[0]
+
+
+def test_a_named_connection_that_is_missing_is_an_error() -> None:
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    with pytest.raises(AirflowNotFoundException):
+        _ = FillPdfHook("no_such_connection").mode
+
+
+def test_api_mode_needs_a_key_and_reports_a_bad_one(
+    service: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keyless = connect(
+        monkeypatch,
+        {"conn_type": "fillpdf", "host": service.base_url, "extra": {"mode": "api"}},
+        "fp_keyless",
+    )
+    ok, message = keyless.test_connection()
+    assert not ok and "API key" in message
+    wrong = connect(
+        monkeypatch,
+        {
+            "conn_type": "fillpdf",
+            "host": service.base_url,
+            "password": "fpk_0000000000000000_" + "x" * 43,
+        },
+        "fp_wrong",
+    )
+    ok, message = wrong.test_connection()
+    assert not ok and "API key" in message
+
+
+def test_host_port_and_schema_make_the_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = connect(
+        monkeypatch,
+        {
+            "conn_type": "fillpdf",
+            "host": "fillpdf.internal",
+            "port": 8443,
+            "password": "k",
+            "extra": {"timeout": "30"},
+        },
+        "fp_url",
+    )
+    assert hook.settings["base_url"] == "https://fillpdf.internal:8443"
+    assert hook.settings["timeout"] == 30.0
+
+
+def test_the_provider_registers_the_hook_and_its_connection_form() -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    manager = ProvidersManager()
+    assert "airflow-provider-fillpdf" in manager.providers
+    info = manager.providers["airflow-provider-fillpdf"].data["connection-types"][0]
+    assert info["hook-class-name"] == "fillpdf_provider.hooks.fillpdf.FillPdfHook"
+    widgets = manager.connection_form_widgets
+    assert widgets["extra__fillpdf__mode"].field["schema"]["enum"] == ["api", "embedded"]
+    behaviour = manager.field_behaviours["fillpdf"]
+    assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
+    assert "login" in behaviour["hidden_fields"]
