@@ -1,11 +1,14 @@
 # Two commands set everything up on a fresh machine:
-#   make demo   creates .venv, installs, fills the sample form for every sample row
+#   make demo   creates .venv, installs, runs the mail-merge DAG on the sample form and rows
 #   make test   creates .venv, installs, runs the linter and the whole test suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-output
+DEMO_HOME := $(abspath .airflow-demo)
+DEMO_ENV := AIRFLOW_HOME=$(DEMO_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
+	AIRFLOW__CORE__LOAD_EXAMPLES=False
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
@@ -20,14 +23,20 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	rm -rf $(DEMO_OUT)
-	$(VENV)/bin/fillpdf batch include/sample_form.pdf include/sample_rows.csv \
-		--out-dir $(DEMO_OUT) --name-template "{row}-{full_name}.pdf"
+	mkdir -p $(DEMO_HOME)
+	$(DEMO_ENV) $(VENV)/bin/airflow db migrate > $(DEMO_HOME)/migrate.log 2>&1 \
+		|| (tail -20 $(DEMO_HOME)/migrate.log; exit 1)
+	$(DEMO_ENV) $(VENV)/bin/airflow dags test fillpdf_mail_merge \
+		-c '{"output": "$(abspath $(DEMO_OUT))"}' > $(DEMO_HOME)/dag-test.log 2>&1 \
+		|| (tail -40 $(DEMO_HOME)/dag-test.log; exit 1)
+	@grep -o "chunk [0-9]* (rows [0-9-]*): filled.*rows/s" $(DEMO_HOME)/dag-test.log || true
 	@echo
+	@echo "The fillpdf_mail_merge DAG ran on the embedded engine (log: $(DEMO_HOME)/dag-test.log)."
 	@echo "PDFs:     $(abspath $(DEMO_OUT))/"
 	@echo "Manifest: $(abspath $(DEMO_OUT))/manifest.parquet"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check plugins tests benchmarks include
+	$(VENV)/bin/ruff check plugins tests benchmarks include dags
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q
@@ -44,4 +53,4 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/fill_bench.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) $(DEMO_HOME) .pytest_cache .ruff_cache

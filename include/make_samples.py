@@ -1,4 +1,5 @@
-"""Regenerate include/sample_form.pdf and include/sample_rows.csv from tests/formkit.
+"""Regenerate include/sample_form.pdf, include/sample_rows.csv and the flat forms in
+include/inbox/ from the test kits (tests/formkit, tests/servicekit).
 
 The CSV spells checkbox values the many ways spreadsheets do (true/false, yes/no, x, empty),
 so loaders are exercised on them.
@@ -14,6 +15,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.flatkit import flat_form  # noqa: E402
 from tests.formkit import sample_form, sample_rows  # noqa: E402
 
 ROWS = 25
@@ -38,6 +40,10 @@ def main() -> None:
         writer.writerow(columns)
         for i, row in enumerate(sample_rows(ROWS)):
             writer.writerow(csv_value(row[c], i + j) for j, c in enumerate(columns))
+    inbox = ROOT / "include" / "inbox"
+    inbox.mkdir(exist_ok=True)
+    (inbox / "membership-application.pdf").write_bytes(flat_form(1))
+    (inbox / "renewal-form.pdf").write_bytes(flat_form(2))
 
 
 if __name__ == "__main__":

@@ -124,3 +124,23 @@ def build(pages: Sequence[FlatPage], *, password: str | None = None) -> bytes:
 def one_page(page: FlatPage) -> bytes:
     """A one-page PDF of ``page``."""
     return build([page])
+
+
+def flat_form(pages: int = 1, *, password: str | None = None) -> bytes:
+    """A flat form of ``pages`` pages: labelled boxes, an underline and two checkboxes each."""
+    built = []
+    for number in range(pages):
+        page = FlatPage()
+        page.text(72, 720, f"Application form, page {number + 1}", size=14)
+        page.text(72, 662, "Full name")
+        page.box((150, 655, 450, 675))
+        page.text(72, 622, "Email")
+        page.box((150, 615, 450, 635))
+        page.text(72, 582, "City")
+        page.line(150, 578, 450, 578)
+        page.box((72, 540, 82, 550))
+        page.text(88, 541, "Member")
+        page.box((172, 540, 182, 550))
+        page.text(188, 541, "Newsletter")
+        built.append(page)
+    return build(built, password=password)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from flatkit import FlatPage, build
 
 from fillpdf_provider.service import keys
 from fillpdf_provider.service.db import create_schema, make_engine
@@ -158,26 +157,6 @@ def start_server(
     raise RuntimeError(
         "fillpdf serve did not answer within 60 s:\n" + "\n".join(server.log_lines()[-30:])
     )
-
-
-def flat_form(pages: int = 1, *, password: str | None = None) -> bytes:
-    """A flat form of ``pages`` pages: labelled boxes, an underline and two checkboxes each."""
-    built = []
-    for number in range(pages):
-        page = FlatPage()
-        page.text(72, 720, f"Application form, page {number + 1}", size=14)
-        page.text(72, 662, "Full name")
-        page.box((150, 655, 450, 675))
-        page.text(72, 622, "Email")
-        page.box((150, 615, 450, 635))
-        page.text(72, 582, "City")
-        page.line(150, 578, 450, 578)
-        page.box((72, 540, 82, 550))
-        page.text(88, 541, "Member")
-        page.box((172, 540, 182, 550))
-        page.text(188, 541, "Newsletter")
-        built.append(page)
-    return build(built, password=password)
 
 
 class DroppingProxy:

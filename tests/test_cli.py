@@ -271,7 +271,9 @@ def test_batch_name_template_and_flatten(tmp_path: Path) -> None:
 
 
 def test_batch_names_are_made_safe_and_unique(tmp_path: Path) -> None:
-    rows = [{"full_name": "Ann/Lee"}, {"full_name": "Ann/Lee"}, {"full_name": "../up"}]
+    rows = [
+        {"full_name": name, "email": "a@example.org"} for name in ("Ann/Lee", "Ann/Lee", "../up")
+    ]
     write_csv(tmp_path / "rows.csv", rows)
     out_dir = tmp_path / "o"
     done = run(

@@ -140,6 +140,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             flatten=args.flatten,
             on_error=args.on_error,
             progress=progress,
+            require=args.require,
         )
     finally:
         progress.close()
@@ -286,6 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("skip", "fail"),
         default="skip",
         help="skip: record a bad row and go on (default); fail: stop at it",
+    )
+    p.add_argument(
+        "--require",
+        action="store_true",
+        help="a row that leaves a field the form marks required empty is a bad row",
     )
     p.set_defaults(run=_cmd_batch)
 

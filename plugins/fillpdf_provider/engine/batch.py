@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fillpdf_provider.engine.coerce import coerce_value, map_columns
-from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.filler import Template, write_atomic
 
 MANIFEST_NAME = "manifest.parquet"
@@ -183,11 +183,18 @@ def fill_rows(
     progress: Callable[[int, float], None] | None = None,
     manifest_name: str = MANIFEST_NAME,
     start_row: int = 1,
+    row_range: tuple[int, int] | None = None,
+    require: bool = False,
 ) -> BatchSummary:
     """Fill one PDF per row of ``rows`` (CSV or Parquet) into ``out_dir``.
 
     ``{row}`` is the row's 1-based number in the file (``start_row`` shifts it for chunks).
+    ``row_range=(first, stop)`` fills only rows ``first <= row < stop`` (a chunk of a
+    scaled-out batch); the others are read past, not filled.
     ``on_error="skip"`` records a bad row in the manifest and goes on; ``"fail"`` stops.
+    With ``require``, a row that leaves a field the form marks required empty is a bad row.
+    ``template`` is anything with ``fields``, ``date_format``, ``fill`` and ``page_count``
+    (a ``Template``, or a stand-in that fills through the API).
     """
     if on_error not in ("skip", "fail"):
         raise ValueError("on_error must be 'skip' or 'fail'")
@@ -213,12 +220,23 @@ def fill_rows(
     row_number = start_row - 1
     try:
         for batch in itertools.chain([first] if first is not None else [], batches):
+            first_row = row_number + 1  # the number of this batch's first row
+            row_number += batch.num_rows
+            if row_range is not None:
+                if first_row >= row_range[1]:
+                    break
+                low = max(row_range[0] - first_row, 0)
+                high = min(row_range[1] - first_row, batch.num_rows)
+                if high <= low:
+                    continue
+                batch = batch.slice(low, high - low)
+                first_row += low
             values_by_column = {c: batch.column(c).to_pylist() for c in batch.schema.names}
             for i in range(batch.num_rows):
-                row_number += 1
+                row = first_row + i
                 cells = {c: values[i] for c, values in values_by_column.items()}
                 record = _fill_one(
-                    template, fields, date_formats, pairs, cells, row_number, names, out, flatten
+                    template, fields, date_formats, pairs, cells, row, names, out, flatten, require
                 )
                 manifest.add(record)
                 summary.rows += 1
@@ -227,9 +245,9 @@ def fill_rows(
                 else:
                     summary.failed += 1
                     if len(summary.errors) < 20:
-                        summary.errors.append({"row": row_number, "error": record["error"]})
+                        summary.errors.append({"row": row, "error": record["error"]})
                     if on_error == "fail":
-                        raise RowError(row_number, record.pop("exception"))  # type: ignore[arg-type]
+                        raise RowError(row, record.pop("exception"))  # type: ignore[arg-type]
             if progress is not None:
                 progress(summary.rows, time.perf_counter() - started)
     finally:
@@ -248,6 +266,7 @@ def _fill_one(
     names: OutputNames,
     out: Path,
     flatten: bool,
+    require: bool = False,
 ) -> dict[str, object]:
     record: dict[str, object] = {
         "row": row,
@@ -268,6 +287,8 @@ def _fill_one(
             )
             if value is not None:
                 values[field_name] = value
+        if require:
+            _check_required(fields, pairs, values)
         data = template.fill(values, flatten=flatten)
         file_name = names.name(row, cells)
         write_atomic(out / file_name, data)
@@ -283,6 +304,17 @@ def _fill_one(
         status="ok",
     )
     return record
+
+
+def _check_required(
+    fields: Mapping[str, object], pairs: Mapping[str, str], values: Mapping[str, object]
+) -> None:
+    """A field the form marks required must get a value: say which, and from which column."""
+    for name, form_field in fields.items():
+        if getattr(form_field, "required", False) and name not in values:
+            columns = [c for c, f in pairs.items() if f == name]
+            where = f"column {columns[0]!r} is empty" if columns else "no column fills it"
+            raise FieldValueError(name, f"the form requires a value and {where}.")
 
 
 class _ManifestWriter:

@@ -1,0 +1,13 @@
+"""Airflow operators: convert flat PDFs, fill one form, mail-merge a table into PDFs."""
+
+from fillpdf_provider.operators.batch import BatchFillOperator, merge_manifests, plan_chunks
+from fillpdf_provider.operators.convert import ConvertOperator
+from fillpdf_provider.operators.fill import FillOperator
+
+__all__ = [
+    "BatchFillOperator",
+    "ConvertOperator",
+    "FillOperator",
+    "merge_manifests",
+    "plan_chunks",
+]
