@@ -9,6 +9,7 @@ import tempfile
 os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="fillpdf-airflow-")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(os.path.dirname(__file__), "..", "dags")
 
 import pytest
 import viewcheck
@@ -69,3 +70,26 @@ def server(database_url: str, tmp_path_factory: pytest.TempPathFactory):
     running = start_server(tmp_path_factory.mktemp("service"), database_url)
     yield running
     running.stop()
+
+
+# --------------------------------------------------------------------------- Airflow
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """A migrated metadata database in the tests' private AIRFLOW_HOME (for dag.test)."""
+    import subprocess
+    import sys
+
+    airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
+    done = subprocess.run([airflow, "db", "migrate"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+@pytest.fixture(scope="session")
+def dagbag(airflow_db: None):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    assert not bag.import_errors, bag.import_errors
+    return bag
