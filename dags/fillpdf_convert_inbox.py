@@ -1,5 +1,9 @@
 """Convert every flat PDF in an inbox into a fillable PDF with its field schema beside it.
 
+Before uploading anything to a FillPDF service, the run counts the pages it will bill and
+checks the account: by default it defers (waits in the triggerer) until they fit, so a free
+plan never gets a 402 and a paid plan never pays overage it did not allow.
+
 Runs as-is on the embedded engine with the sample flat forms in ``include/inbox``:
 
     airflow dags test fillpdf_convert_inbox -c '{"output": "/tmp/converted"}'
@@ -29,7 +33,14 @@ DEFAULT_OUTPUT = Path(os.environ.get("AIRFLOW_HOME", Path.home() / "airflow")) /
         "output": Param(str(DEFAULT_OUTPUT / "converted"), type="string",
                         description="Folder or URI for the fillable PDFs and schemas"),
         "detect": Param("fields", enum=["fields", "fields_fast"]),
+        "on_quota": Param("defer", enum=["defer", "skip", "fail", "allow_overage"],
+                          description="When the pages don't fit in the plan's quota"),
+        "max_overage_pages": Param(None, type=["null", "integer"], minimum=0),
+        "max_overage_usd": Param(None, type=["null", "number"], minimum=0),
+        "poll_interval": Param(300, type="number", minimum=1,
+                               description="Seconds between quota checks while deferred"),
     },
+    render_template_as_native_obj=True,
     doc_md=__doc__,
 )  # fmt: skip
 def fillpdf_convert_inbox() -> None:
@@ -38,6 +49,10 @@ def fillpdf_convert_inbox() -> None:
         pdfs="{{ params.inbox }}",
         output_dir="{{ params.output }}",
         detect="{{ params.detect }}",
+        on_quota="{{ params.on_quota }}",
+        max_overage_pages="{{ params.max_overage_pages }}",
+        max_overage_usd="{{ params.max_overage_usd }}",
+        poll_interval="{{ params.poll_interval }}",
     )
 
 

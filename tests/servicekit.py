@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from flatkit import flat_form  # noqa: F401 - re-exported: the service tests build forms with it
 
 from fillpdf_provider.service import keys
 from fillpdf_provider.service.db import create_schema, make_engine

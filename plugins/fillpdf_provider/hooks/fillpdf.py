@@ -42,6 +42,32 @@ def _extra(extra: Mapping[str, Any], name: str) -> Any:
     return None if value == "" else value
 
 
+def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
+    """Mode, base URL, key, timeout and store folder from a ``fillpdf`` connection."""
+    extra = conn.extra_dejson or {}
+    mode = _extra(extra, "mode") or ("api" if conn.host else "embedded")
+    if mode not in MODES:
+        raise ValueError(f"Connection {conn_id!r}: mode must be 'api' or 'embedded', not {mode!r}.")
+    base_url = ""
+    if conn.host:
+        host = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}"
+        base_url = f"{host.rstrip('/')}:{conn.port}" if conn.port else host.rstrip("/")
+    if mode == "api" and (not base_url or not conn.password):
+        raise ValueError(
+            f"Connection {conn_id!r} is in api mode but lacks the "
+            f"{'base URL (host)' if not base_url else 'API key (password)'}; set it, or "
+            "leave the host empty to run on the embedded engine."
+        )
+    timeout = _extra(extra, "timeout")
+    return {
+        "mode": mode,
+        "base_url": base_url,
+        "api_key": conn.password,
+        "timeout": float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
+        "store_dir": _extra(extra, "store_dir"),
+    }
+
+
 class FillPdfHook(BaseHook):
     """Convert flat PDFs and fill forms, on a FillPDF service or in the worker.
 
@@ -70,31 +96,23 @@ class FillPdfHook(BaseHook):
             if self.fillpdf_conn_id != self.default_conn_name:
                 raise
             return {"mode": "embedded", "store_dir": None}
-        extra = conn.extra_dejson or {}
-        mode = _extra(extra, "mode") or ("api" if conn.host else "embedded")
-        if mode not in MODES:
-            raise ValueError(
-                f"Connection {self.fillpdf_conn_id!r}: mode must be 'api' or 'embedded', "
-                f"not {mode!r}."
-            )
-        base_url = ""
-        if conn.host:
-            host = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}"
-            base_url = f"{host.rstrip('/')}:{conn.port}" if conn.port else host.rstrip("/")
-        if mode == "api" and (not base_url or not conn.password):
-            raise ValueError(
-                f"Connection {self.fillpdf_conn_id!r} is in api mode but lacks the "
-                f"{'base URL (host)' if not base_url else 'API key (password)'}; set it, or "
-                "leave the host empty to run on the embedded engine."
-            )
-        timeout = _extra(extra, "timeout")
-        return {
-            "mode": mode,
-            "base_url": base_url,
-            "api_key": conn.password,
-            "timeout": float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
-            "store_dir": _extra(extra, "store_dir"),
-        }
+        return connection_settings(conn, self.fillpdf_conn_id)
+
+    @classmethod
+    async def async_client_for(cls, conn_id: str) -> AsyncFillPdfClient | None:
+        """An async client for ``conn_id`` (for triggers), or None in embedded mode."""
+        try:
+            conn = await cls.aget_connection(conn_id)
+        except AirflowNotFoundException:
+            if conn_id != cls.default_conn_name:
+                raise
+            return None
+        settings = connection_settings(conn, conn_id)
+        if settings["mode"] != "api":
+            return None
+        return AsyncFillPdfClient(
+            settings["base_url"], settings["api_key"], timeout=settings["timeout"]
+        )
 
     @property
     def mode(self) -> str:

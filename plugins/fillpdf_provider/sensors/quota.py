@@ -1,0 +1,72 @@
+"""``FillPdfQuotaSensor``: hold a run until the FillPDF account has room for it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.operators.storage import expand, read_bytes
+from fillpdf_provider.quota import pages_of, report_gauges
+from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger
+
+
+class FillPdfQuotaSensor(BaseSensorOperator):
+    """Wait until ``pages`` (or the pages of ``pdfs``) fit in the account's quota.
+
+    Deferrable by default: the wait happens in the triggerer, not in a worker slot.
+
+    :param pages: pages the coming conversions will bill; or give ``pdfs`` to count them.
+    :param pdfs: paths, globs or URIs of the PDFs to convert. Templated.
+    """
+
+    template_fields: Sequence[str] = ("pdfs",)
+
+    def __init__(
+        self,
+        *,
+        pages: int | None = None,
+        pdfs: str | list[str] | None = None,
+        fillpdf_conn_id: str = FillPdfHook.default_conn_name,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if (pages is None) == (pdfs is None):
+            raise ValueError("Give pages or pdfs.")
+        kwargs.setdefault("poke_interval", 60)
+        super().__init__(**kwargs)
+        self.pages = pages
+        self.pdfs = pdfs
+        self.fillpdf_conn_id = fillpdf_conn_id
+        self.deferrable = deferrable
+
+    def _needed(self) -> int:
+        if self.pages is not None:
+            return int(self.pages)
+        return sum(pages_of(read_bytes(p) for p in expand(self.pdfs or [])))
+
+    def poke(self, context: Context) -> bool:
+        hook = FillPdfHook(self.fillpdf_conn_id)
+        account = hook.get_account()
+        report_gauges(self.fillpdf_conn_id, account)
+        needed = self._needed()
+        remaining = account.pages_remaining
+        self.log.info("FillPDF: %d pages needed, %s left", needed, remaining)
+        return remaining is None or remaining >= needed
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable or self.poke(context):
+            return super().execute(context) if not self.deferrable else None
+        self.defer(
+            trigger=FillPdfQuotaTrigger(self.fillpdf_conn_id, self._needed(), self.poke_interval),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> None:
+        if event.get("status") != "ready":
+            raise AirflowFailException(f"FillPDF quota wait failed: {event.get('message')}")
+        self.log.info("FillPDF: room for %s pages (%s left)", event.get("pages"),
+                      event.get("remaining"))  # fmt: skip
