@@ -1,0 +1,140 @@
+"""What the quota page shows: every fillpdf connection's account, and recent billed runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from typing import Any
+
+from fillpdf_provider.client import FillPdfApiError, FillPdfClient, RetryPolicy
+from fillpdf_provider.embedded import EmbeddedFillPdf
+from fillpdf_provider.hooks.fillpdf import FillPdfHook, connection_settings
+from fillpdf_provider.quota import projected_month_pages, projected_overage_usd
+
+RECENT_RUNS = 20
+
+
+def fillpdf_connections() -> list[Any]:
+    """Connections of type ``fillpdf``: from the metadata database and from the environment."""
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    found: dict[str, Any] = {}
+    with create_session() as session:
+        for conn in session.scalars(select(Connection).where(Connection.conn_type == "fillpdf")):
+            session.expunge(conn)
+            found[conn.conn_id] = conn
+    for name, value in os.environ.items():
+        if not name.startswith("AIRFLOW_CONN_"):
+            continue
+        conn_id = name[len("AIRFLOW_CONN_") :].lower()
+        try:
+            if value.lstrip().startswith("{"):
+                conn = Connection.from_json(value, conn_id=conn_id)
+            else:
+                conn = Connection(conn_id=conn_id, uri=value)
+        except (ValueError, TypeError):
+            continue
+        if conn.conn_type == "fillpdf":
+            found.setdefault(conn_id, conn)
+    return [found[k] for k in sorted(found)]
+
+
+def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
+    """One connection's plan and usage, or why they could not be read."""
+    row: dict[str, Any] = {"conn_id": conn_id}
+    try:
+        settings = (
+            connection_settings(conn, conn_id)
+            if conn is not None
+            else {"mode": "embedded", "store_dir": None}
+        )
+        row["mode"] = settings["mode"]
+        if settings["mode"] == "embedded":
+            account = EmbeddedFillPdf(settings["store_dir"]).get_account()
+            row["base_url"] = None
+        else:
+            row["base_url"] = settings["base_url"]
+            client = FillPdfClient(
+                settings["base_url"],
+                settings["api_key"],
+                timeout=10,
+                retry=RetryPolicy(max_retries=1, max_rate_limit_wait_s=0),
+            )
+            with client:
+                account = client.get_account()
+    except (FillPdfApiError, ValueError) as exc:
+        row["error"] = str(exc)
+        return row
+    row.update(
+        plan=account.plan,
+        pages_used=account.pages_used,
+        pages_included=account.pages_included,
+        pages_remaining=account.pages_remaining,
+        overage_pages=account.overage_pages,
+        overage_rate_usd=account.overage_rate_usd,
+        overage_cost_usd=account.overage_cost_usd,
+        projected_pages=projected_month_pages(account, now),
+        projected_overage_usd=projected_overage_usd(account, now),
+        period_start=account.period_start,
+        resets_at=account.period_end,
+        rate_limit_per_minute=account.rate_limit_per_minute,
+        hard_stop=account.hard_stop,
+        error=None,
+    )
+    return row
+
+
+def recent_runs(limit: int = RECENT_RUNS) -> list[dict[str, Any]]:
+    """The latest conversion runs with the pages they billed (ConvertOperator records them)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from fillpdf_provider.operators.convert import BILLING_XCOM_KEY
+
+    runs = []
+    with create_session() as session:
+        query = (
+            select(
+                XComModel.dag_id,
+                XComModel.run_id,
+                XComModel.task_id,
+                XComModel.value,
+                XComModel.timestamp,
+            )
+            .where(XComModel.key == BILLING_XCOM_KEY)
+            .order_by(XComModel.timestamp.desc())
+            .limit(limit)
+        )
+        for dag_id, run_id, task_id, value, timestamp in session.execute(query):
+            data = json.loads(value) if isinstance(value, str) else value or {}
+            runs.append(
+                {
+                    "dag_id": dag_id,
+                    "run_id": run_id,
+                    "task_id": task_id,
+                    "conn_id": data.get("conn_id"),
+                    "pages": data.get("pages"),
+                    "at": timestamp.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            )
+    return runs
+
+
+def quota_overview(now: float | None = None) -> dict[str, Any]:
+    """Everything the page shows, as JSON for scripts."""
+    current = time.time() if now is None else now
+    connections = {conn.conn_id: conn for conn in fillpdf_connections()}
+    default = FillPdfHook.default_conn_name
+    rows = [account_row(conn_id, conn, current) for conn_id, conn in connections.items()]
+    if default not in connections:
+        rows.append(account_row(default, None, current))
+    return {
+        "generated_at": dt.datetime.fromtimestamp(current, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "connections": rows,
+        "recent_runs": recent_runs(),
+    }
