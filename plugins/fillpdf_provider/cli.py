@@ -207,6 +207,13 @@ def _cmd_keys(args: argparse.Namespace) -> int:
     _service_env(args)
     engine, now = _key_store()
     if args.action == "create":
+        if args.key:
+            known = keys.key_registered(engine, args.key)
+            if known:
+                print(f"key {args.key.split('_')[1]} is already registered")
+                return 0
+            if known is None:
+                raise FillPdfError("Another key already uses that key id; choose a new key.")
         account = args.account
         if account is None:
             enterprise = {
@@ -217,6 +224,10 @@ def _cmd_keys(args: argparse.Namespace) -> int:
                 "hard_stop": args.hard_stop,
             }
             account = keys.create_account(engine, args.plan, now, enterprise=enterprise)
+        if args.key:
+            key_id, key = keys.register_key(engine, account, args.key, now), args.key
+            print(f"account {account}, key id {key_id} (the key given)")
+            return 0
         key_id, key = keys.create_key(engine, account, now)
         print(f"account {account}, key id {key_id}")
         print("the key is shown once, below; only its hash is stored")
@@ -312,6 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--plan", default="developer", choices=("developer", "pro", "scale", "enterprise")
     )
     p.add_argument("--account", help="add the key to this existing account instead")
+    p.add_argument(
+        "--key",
+        help="register this key instead of making one (for deployments that keep the key "
+        "in a secret); does nothing if it is already registered",
+    )
     enterprise = p.add_argument_group("enterprise account settings")
     enterprise.add_argument("--pages-included", type=int)
     enterprise.add_argument("--overage-rate", type=float, help="USD per page past the included")

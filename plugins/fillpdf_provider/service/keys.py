@@ -74,6 +74,41 @@ def create_key(engine: Engine, account_id: str, now: float) -> tuple[str, str]:
     return key_id, f"fpk_{key_id}_{secret}"
 
 
+def key_registered(engine: Engine, key: str) -> bool | None:
+    """True if ``key`` is already stored, False if not, None if its id is taken by another."""
+    match = KEY_PATTERN.match(key)
+    if match is None:
+        raise ValueError(
+            "A key reads fpk_<16 lowercase hex>_<43 URL-safe characters>; make one with "
+            "`python -c \"import secrets; print(f'fpk_{secrets.token_hex(8)}_"
+            "{secrets.token_urlsafe(32)}')\"`."
+        )
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(api_keys.c.secret_hash).where(api_keys.c.id == match["id"])
+        ).first()
+    if row is None:
+        return False
+    return hmac.compare_digest(row.secret_hash, _hash(match["secret"])) or None
+
+
+def register_key(engine: Engine, account_id: str, key: str, now: float) -> str:
+    """Store a key chosen by the operator (a deployment's secret); returns its id."""
+    match = KEY_PATTERN.match(key)
+    if match is None or key_registered(engine, key) is not False:
+        raise ValueError("That key is malformed or its id is already in use.")
+    with engine.begin() as conn:
+        conn.execute(
+            api_keys.insert().values(
+                id=match["id"],
+                account_id=account_id,
+                secret_hash=_hash(match["secret"]),
+                created_at=now,
+            )
+        )
+    return match["id"]
+
+
 def revoke_key(engine: Engine, key_id: str, now: float) -> bool:
     """Revoke a key by its id (or by the whole key); False if there was no live such key."""
     match = KEY_PATTERN.match(key_id)
