@@ -111,7 +111,12 @@ def test_bad_rows_are_reported_per_row_and_the_rest_complete(
     dagbag, mode: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    conf = {"output": str(out), "rows": str(bad_rows_file(tmp_path)), "chunks": 2}
+    conf = {
+        "output": str(out),
+        "rows": str(bad_rows_file(tmp_path)),
+        "chunks": 2,
+        "check_input": False,
+    }
     run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
     assert run.state == "success"
     records = {r["row"]: r for r in manifest_rows(out)}
@@ -128,8 +133,45 @@ def test_missing_column_is_reported_on_every_row(dagbag, tmp_path: Path, monkeyp
     path = tmp_path / "rows.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
     out = tmp_path / "out"
-    conf = {"output": str(out), "rows": str(path), "chunks": 1}
+    conf = {"output": str(out), "rows": str(path), "chunks": 1, "check_input": False}
     dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
     records = manifest_rows(out)
     assert [r["status"] for r in records] == ["error"] * 4
     assert all("no column fills it" in r["error"] for r in records)
+
+
+@pytest.mark.parametrize(
+    ("change", "column", "rows"),
+    [
+        (lambda rows: [{k: v for k, v in r.items() if k != "plan"} for r in rows], "plan", ""),
+        (
+            lambda rows: [
+                {**r, "newsletter": "maybe"} if i == 2 else r for i, r in enumerate(rows)
+            ],
+            "newsletter",
+            "row 3",
+        ),
+    ],
+    ids=["missing-column", "impossible-checkbox"],
+)
+def test_the_input_check_stops_the_run_before_any_pdf(
+    dagbag, tmp_path: Path, monkeypatch, change, column: str, rows: str
+) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_FILLPDF_DEFAULT", raising=False)
+    path = tmp_path / "rows.csv"
+    table = change(csv_rows(SAMPLE_ROWS)[:6])
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    out = tmp_path / "out"
+    run = dagbag.get_dag("fillpdf_mail_merge").test(
+        run_conf={"output": str(out), "rows": str(path)}
+    )
+    assert run.state == "failed"
+    check = run.get_task_instance("check_input")
+    assert check is not None and check.state == "failed"
+    report = json.loads((out / "_quality" / "input.json").read_text())
+    text = json.dumps(report)
+    assert column in text and rows in text
+    assert not list(out.glob("*.pdf")) and not (out / "manifest.parquet").exists()

@@ -1,9 +1,9 @@
 """One in-memory GX context per process, and the batch definitions the suites run on.
 
-Making a context and its pandas data source costs far more than validating a few thousand
-rows, so they are made once, on first use, and reused by every check in the process.
-GX is imported here and nowhere at module level, so importing the operator (as a DAG file
-does at parse time) stays cheap.
+The context, its pandas data source and one asset per kind of check are made on first use
+and reused by every later check in the process. GX itself takes seconds to import, so it
+loads here on first use too: the package and the operator do not import it, and a DAG file
+that uses them still parses fast.
 """
 
 from __future__ import annotations

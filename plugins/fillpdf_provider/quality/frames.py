@@ -65,8 +65,6 @@ def as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
     kind = column.type
     if pa.types.is_string(kind):
         return column
-    if pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-        return column.cast(pa.string())
     if pa.types.is_boolean(kind):
         return pc.if_else(column, "Yes", "No")
     if pa.types.is_timestamp(kind):
@@ -79,6 +77,7 @@ def as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def blank_as_null(text: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Empty and spaces-only cells as nulls, which GX leaves out of value checks."""
     return pc.if_else(pc.equal(pc.utf8_trim_whitespace(text), ""), _NULL_TEXT, text)
 
 

@@ -1,0 +1,164 @@
+"""``QualityCheckOperator``: a quality suite as a task that fails, readably, on bad data.
+
+Put the input check before the fill, so a table that cannot fill the form stops the run
+before any quota is spent or any PDF written; put the manifest check after it. GX loads
+only when the task runs, so a DAG file that uses the operator still parses fast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from fillpdf_provider.engine.schema import Field
+from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.operators.storage import local_path, read_bytes, readable, storage_path
+from fillpdf_provider.quality.report import QualityReport, enforce, save_report
+
+KINDS = ("input", "manifest", "schema")
+RESULTS_DIR = "_quality"
+_NEEDS = {"input": ("template", "rows"), "manifest": ("output_dir",), "schema": ("template",)}
+
+
+def results_location(output_dir: str, kind: str) -> str:
+    """Where a check's JSON goes beside the outputs: ``{output_dir}/_quality/{kind}.json``."""
+    return f"{str(output_dir).rstrip('/')}/{RESULTS_DIR}/{kind}.json"
+
+
+class QualityCheckOperator(BaseOperator):
+    """Run one quality suite and fail the task, with a summary of what broke, if it fails.
+
+    :param kind: ``input`` (rows against the form), ``manifest`` (a fill's manifest) or
+        ``schema`` (a conversion schema against its PDF).
+    :param template: conversion id, or path or URI of the PDF: the form whose fields the
+        rows must fill (input), whose values a manifest's rows are compared by (manifest,
+        optional) or whose pages a schema must fit (schema). Templated.
+    :param rows: path or URI of the CSV or Parquet rows (input; manifest: how many rows and
+        which of them fill the same values). Templated.
+    :param output_dir: the fill's output folder or URI: the manifest is read from its
+        ``manifest.parquet`` and the results are written to ``_quality/{kind}.json`` in it.
+        Templated.
+    :param schema: path or URI of a schema JSON (a list of entries, or ``{"schema": [...]}``
+        as the convert operator writes); default: the template's own fields. Templated.
+    :param mapping: column -> field, as for the batch. Templated.
+    :param require_columns: fields a column must fill (input); see ``input_rows_check``.
+    :param expected_rows: rows the manifest must have; default: as many as ``rows``.
+    :param results: where to write the JSON results instead. Templated.
+
+    XCom: the report without GX's raw result (kind, success, rows, failures, seconds).
+    """
+
+    template_fields: Sequence[str] = (
+        "template", "rows", "output_dir", "schema", "mapping", "results",
+    )  # fmt: skip
+    ui_color = "#e8f4ea"
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        template: str | None = None,
+        rows: str | None = None,
+        output_dir: str | None = None,
+        schema: str | None = None,
+        mapping: Mapping[str, str] | None = None,
+        require_columns: Iterable[str] | None = None,
+        expected_rows: int | None = None,
+        results: str | None = None,
+        fillpdf_conn_id: str = FillPdfHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}.")
+        given = {"template": template, "rows": rows, "output_dir": output_dir}
+        missing = [name for name in _NEEDS[kind] if given[name] is None]
+        if missing:
+            raise ValueError(f"A {kind} check needs {' and '.join(missing)}.")
+        super().__init__(**kwargs)
+        self.kind = kind
+        self.template = template
+        self.rows = rows
+        self.output_dir = output_dir
+        self.schema = schema
+        self.mapping = mapping
+        self.require_columns = list(require_columns) if require_columns is not None else None
+        self.expected_rows = expected_rows
+        self.results = results
+        self.fillpdf_conn_id = fillpdf_conn_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        report = self.check()
+        target = self.results or (
+            results_location(self.output_dir, self.kind) if self.output_dir else None
+        )
+        if target:
+            self._save(report, target)
+        if report.success:
+            self.log.info("%s", report.summary())
+        enforce(report)  # a failure's summary is the exception's message: logged once
+        return report.brief()
+
+    def check(self) -> QualityReport:
+        """Run the suite; the ``QualityReport``."""
+        from fillpdf_provider.quality import checks
+
+        if self.kind == "input":
+            with readable(self.rows) as rows:  # type: ignore[arg-type]
+                return checks.input_rows_check(
+                    rows, self._fields(), self.mapping, require_columns=self.require_columns
+                )
+        if self.kind == "manifest":
+            manifest = f"{str(self.output_dir).rstrip('/')}/manifest.parquet"
+            fields = self._fields() if self.template else None
+            with readable(manifest) as path:
+                if self.rows is None:
+                    return checks.manifest_check(path, self.expected_rows)
+                with readable(self.rows) as rows:
+                    return checks.manifest_check(
+                        path, self.expected_rows, input_rows=rows,
+                        template_fields=fields, mapping=self.mapping,
+                    )  # fmt: skip
+        return self._schema_check()
+
+    def _hook(self) -> FillPdfHook:
+        return FillPdfHook(self.fillpdf_conn_id)
+
+    def _fields(self) -> list[Field]:
+        """The form's fields; in api mode too, read locally: nothing is filled or billed."""
+        from fillpdf_provider.operators.forms import open_form
+
+        return list(open_form(self._hook(), self.template).fields)  # type: ignore[arg-type]
+
+    def _schema_check(self) -> QualityReport:
+        from fillpdf_provider.engine.filler import Template
+        from fillpdf_provider.operators.forms import is_conversion_id
+        from fillpdf_provider.quality.checks import schema_check
+        from fillpdf_provider.quality.frames import page_boxes
+
+        template = str(self.template)
+        entries: list[Any] | None = None
+        if is_conversion_id(template):
+            conversion = self._hook().get_conversion(template)
+            pdf, entries = conversion.pdf, list(conversion.schema)
+        else:
+            pdf = read_bytes(template)
+        if self.schema:
+            data = json.loads(read_bytes(self.schema))
+            entries = data["schema"] if isinstance(data, dict) else data
+        if entries is None:
+            entries = list(Template(pdf).fields)
+        return schema_check(entries, page_boxes(pdf), source=self.schema or template)
+
+    def _save(self, report: QualityReport, target: str) -> None:
+        local = local_path(target)
+        if local is not None:
+            save_report(report, local)
+            return
+        report.saved_to = target  # object stores replace an object whole: no temp name
+        remote = storage_path(target)
+        remote.parent.mkdir(parents=True, exist_ok=True)
+        with remote.open("wb") as out:
+            out.write(report.to_json().encode("utf-8"))

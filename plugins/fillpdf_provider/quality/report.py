@@ -1,0 +1,235 @@
+"""What a check found, in words a person acts on: which rule, which column, how many rows,
+which row ids. GX's own result travels along, for the JSON saved beside the outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fillpdf_provider.engine.filler import write_atomic
+
+TITLES = {"schema": "Schema", "input": "Input rows", "manifest": "Manifest"}
+SHOWN_ROWS = 10  # row ids in a summary line; the JSON keeps GX's sample of 20
+SHOWN_VALUES = 5
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One expectation that did not hold."""
+
+    expectation: str
+    column: str | None
+    rule: str
+    unexpected_count: int | None = None
+    element_count: int | None = None
+    sample_rows: tuple[int, ...] = ()
+    sample_values: tuple[Any, ...] = ()
+    field: str | None = None
+    observed: Any = None
+    error: str | None = None
+
+    def line(self) -> str:
+        """One readable line: where, what rule, how many, which rows."""
+        where = f"column {self.column!r}" if self.column else "table"
+        if self.field and self.field != self.column:
+            where += f" (field {self.field!r})"
+        if self.error:
+            return f"- {where}: the check could not run: {self.error} [{self.expectation}]"
+        if self.expectation == "expect_column_to_exist":
+            return f"- {where} is missing: {self.rule} [{self.expectation}]"
+        if self.unexpected_count is None:
+            found = f"; found {self.observed!r}" if self.observed is not None else ""
+            return f"- {where}: {self.rule}{found} [{self.expectation}]"
+        of = f" of {self.element_count}" if self.element_count is not None else ""
+        text = (
+            f"- {where}: {self.unexpected_count}{of} rows break the rule "
+            f"'{self.rule}' [{self.expectation}]"
+        )
+        if self.sample_rows:
+            shown = ", ".join(str(r) for r in self.sample_rows[:SHOWN_ROWS])
+            more = self.unexpected_count - min(len(self.sample_rows), SHOWN_ROWS)
+            label = "row" if self.unexpected_count == 1 else "rows"
+            text += f"; {label} {shown}" + (f" and {more} more" if more > 0 else "")
+        values = list(dict.fromkeys(_show(v) for v in self.sample_values if v is not None))
+        if values:
+            text += "; values " + ", ".join(values[:SHOWN_VALUES])
+            text += ", ..." if len(values) > SHOWN_VALUES else ""
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "expectation": self.expectation,
+            "column": self.column,
+            "field": self.field,
+            "rule": self.rule,
+            "unexpected_count": self.unexpected_count,
+            "element_count": self.element_count,
+            "sample_rows": list(self.sample_rows),
+            "sample_values": list(self.sample_values),
+            "observed": self.observed,
+            "error": self.error,
+        }
+
+
+@dataclass
+class QualityReport:
+    """The outcome of one suite on one table."""
+
+    kind: str
+    source: str
+    success: bool
+    rows: int
+    expectations: int
+    failures: list[Failure]
+    seconds: float = 0.0
+    gx_seconds: float = 0.0
+    results: dict[str, Any] = field(default_factory=dict, repr=False)
+    saved_to: str | None = None
+
+    @classmethod
+    def from_result(
+        cls, kind: str, source: str, rows: int, result: dict[str, Any], row_column: str
+    ) -> QualityReport:
+        """Read GX's validation result (``to_json_dict`` form, SUMMARY format)."""
+        outcomes = result.get("results", [])
+        failed = [r for r in outcomes if not r.get("success")]
+        failed.sort(key=lambda r: (r["expectation_config"].get("meta") or {}).get("order", 0))
+        return cls(
+            kind=kind,
+            source=source,
+            success=bool(result.get("success")) and not failed,
+            rows=rows,
+            expectations=len(outcomes),
+            failures=[_failure(r, row_column) for r in failed],
+            results=_plain(result),
+        )
+
+    def summary(self) -> str:
+        """A multi-line summary: the verdict, then one line per failed expectation."""
+        verdict = "passed" if self.success else "FAILED"
+        head = (
+            f"{TITLES.get(self.kind, self.kind)} check of {self.source} {verdict}: "
+            f"{len(self.failures)} of {self.expectations} expectations failed on "
+            f"{self.rows} rows ({self.seconds:.2f} s)."
+        )
+        lines = [head, *(f.line() for f in self.failures)]
+        if self.saved_to:
+            lines.append(f"Results: {self.saved_to}")
+        return "\n".join(lines)
+
+    def brief(self) -> dict[str, Any]:
+        """The report without GX's result: for an XCom or a log."""
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "success": self.success,
+            "rows": self.rows,
+            "expectations": self.expectations,
+            "failed": len(self.failures),
+            "failures": [f.as_dict() for f in self.failures],
+            "seconds": round(self.seconds, 3),
+            "gx_seconds": round(self.gx_seconds, 3),
+            "results": self.saved_to,
+        }
+
+    def to_json(self) -> str:
+        """The brief and GX's full validation result, as JSON."""
+        data = {**self.brief(), "validation": self.results}
+        return json.dumps(_plain(data), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def save_report(report: QualityReport, path: str | os.PathLike[str]) -> Path:
+    """Write the report's JSON atomically (temporary name, then rename)."""
+    target = Path(path)
+    report.saved_to = str(target)
+    write_atomic(target, report.to_json().encode("utf-8"))
+    return target
+
+
+def enforce(report: QualityReport, save_to: str | os.PathLike[str] | None = None) -> QualityReport:
+    """Save the results if asked, then fail the task with the summary if the check failed.
+
+    ``AirflowFailException`` fails the task without retries: the data will not improve by
+    trying again.
+    """
+    if save_to is not None:
+        save_report(report, save_to)
+    if not report.success:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(report.summary())
+    return report
+
+
+def _failure(outcome: dict[str, Any], row_column: str) -> Failure:
+    config = outcome["expectation_config"]
+    kwargs, meta = config.get("kwargs") or {}, config.get("meta") or {}
+    result = _plain(outcome.get("result") or {})
+    columns = _columns(kwargs)
+    samples = result.get("partial_unexpected_index_list") or []
+    rows = tuple(int(s[row_column]) for s in samples if s.get(row_column) is not None)
+    values = tuple(_sample_value(s, columns) for s in samples)
+    return Failure(
+        expectation=config["type"],
+        column=", ".join(columns) or None,
+        rule=meta.get("rule", config["type"]),
+        unexpected_count=result.get("unexpected_count"),
+        element_count=result.get("element_count"),
+        sample_rows=rows,
+        sample_values=values,
+        field=meta.get("field"),
+        observed=result.get("observed_value"),
+        error=_error(outcome.get("exception_info") or {}),
+    )
+
+
+def _columns(kwargs: dict[str, Any]) -> list[str]:
+    if kwargs.get("column") is not None:
+        return [kwargs["column"]]
+    if kwargs.get("column_A") is not None:
+        return [kwargs["column_A"], kwargs["column_B"]]
+    return list(kwargs.get("column_list") or [])
+
+
+def _sample_value(sample: dict[str, Any], columns: list[str]) -> Any:
+    if len(columns) == 1:
+        return sample.get(columns[0])
+    return tuple(sample.get(c) for c in columns) if columns else None
+
+
+def _error(info: dict[str, Any]) -> str | None:
+    """The exception message, whether GX gives it flat or per metric."""
+    if info.get("raised_exception"):
+        return str(info.get("exception_message"))
+    for value in info.values():
+        if isinstance(value, dict) and value.get("raised_exception"):
+            return str(value.get("exception_message"))
+    return None
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: numpy scalars as Python, NaN and infinities as null, tuples as lists."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, str | bytes):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
