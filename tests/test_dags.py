@@ -50,7 +50,8 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 
 def test_mail_merge_dag(dagbag, mode: str, tmp_path: Path) -> None:
     out = tmp_path / "merged"
-    run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf={"output": str(out), "chunks": 3})
+    conf = {"output": str(out), "chunks": 3, "check_input": True, "rows": str(SAMPLE_ROWS)}
+    run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
     assert run.state == "success"
     expected = csv_rows(SAMPLE_ROWS)
     records = manifest_rows(out)
@@ -77,7 +78,8 @@ def test_both_modes_write_the_same_bytes(dagbag, service: Server, monkeypatch, t
             conn = {"conn_type": "fillpdf", "host": service.base_url, "password": key}
             monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_DEFAULT", json.dumps(conn))
         out = tmp_path / mode
-        dagbag.get_dag("fillpdf_mail_merge").test(run_conf={"output": str(out), "chunks": 2})
+        conf = {"output": str(out), "chunks": 2, "check_input": True, "rows": str(SAMPLE_ROWS)}
+        dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
         sums[mode] = [r["sha256"] for r in manifest_rows(out)]
     assert sums["embedded"] == sums["api"]
 
@@ -143,13 +145,13 @@ def test_missing_column_is_reported_on_every_row(dagbag, tmp_path: Path, monkeyp
 @pytest.mark.parametrize(
     ("change", "column", "rows"),
     [
-        (lambda rows: [{k: v for k, v in r.items() if k != "plan"} for r in rows], "plan", ""),
+        (lambda rows: [{k: v for k, v in r.items() if k != "plan"} for r in rows], "plan", []),
         (
             lambda rows: [
                 {**r, "newsletter": "maybe"} if i == 2 else r for i, r in enumerate(rows)
             ],
             "newsletter",
-            "row 3",
+            [3],
         ),
     ],
     ids=["missing-column", "impossible-checkbox"],
@@ -166,12 +168,12 @@ def test_the_input_check_stops_the_run_before_any_pdf(
         writer.writerows(table)
     out = tmp_path / "out"
     run = dagbag.get_dag("fillpdf_mail_merge").test(
-        run_conf={"output": str(out), "rows": str(path)}
+        run_conf={"output": str(out), "rows": str(path), "check_input": True, "chunks": 2}
     )
     assert run.state == "failed"
     check = run.get_task_instance("check_input")
     assert check is not None and check.state == "failed"
     report = json.loads((out / "_quality" / "input.json").read_text())
-    text = json.dumps(report)
-    assert column in text and rows in text
+    failures = [f for f in report["failures"] if f["column"] == column]
+    assert failures and failures[0]["sample_rows"] == rows, report["failures"]
     assert not list(out.glob("*.pdf")) and not (out / "manifest.parquet").exists()
