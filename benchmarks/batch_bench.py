@@ -41,6 +41,7 @@ import platform
 import re
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -571,6 +572,16 @@ def best(runs: Sequence[ChildRun], mode: str) -> ChildRun | None:
     return min(good, key=lambda r: r.wall_s) if good else None
 
 
+def paired_ratios(runs: Sequence[ChildRun], mode: str) -> list[float]:
+    """``mode`` wall / baseline wall within each round (runs next to each other in time)."""
+    ratios = []
+    for repeat in sorted({r.repeat for r in runs}):
+        pair = {r.mode: r for r in runs if r.repeat == repeat and r.returncode == 0}
+        if "baseline" in pair and mode in pair:
+            ratios.append(pair[mode].wall_s / pair["baseline"].wall_s)
+    return ratios
+
+
 def loop_seconds(run: ChildRun) -> float | None:
     summary = run.detail.get("summary") or {}
     return summary.get("seconds")
@@ -851,7 +862,8 @@ def _measure(
 
     runs: list[ChildRun] = []
     for repeat in range(1, args.repeat + 1):
-        for mode in modes:
+        # Every other round runs the modes in reverse, so that no mode always runs first.
+        for mode in modes if repeat % 2 else modes[::-1]:
             progress(f"{LABELS[mode]}, run {repeat}/{args.repeat}")
             run = bench.run(mode, repeat, rows_path)
             progress(f"  {run.wall_s:.2f} s, exit {run.returncode}, {run.pdfs:,} PDFs")
@@ -879,6 +891,14 @@ def _measure(
             f"  peak RSS: CLI {_mb(base.maxrss_kb)}, operator {_mb(direct.maxrss_kb)}"
             + (f", airflow dags test {_mb(dags.maxrss_kb)}" if dags else "")
         )
+        pairs = paired_ratios(runs, "direct")
+        if len(pairs) > 1:
+            gate["paired_ratios"] = pairs
+            out(
+                "  (context) the same ratio per round, adjacent runs: "
+                + ", ".join(f"{r:.2f}x" for r in pairs)
+                + f"; median {statistics.median(pairs):.2f}x"
+            )
     else:
         gate["passed"] = False
         out("  not measured: the baseline or the operator run failed")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import struct
 import zlib
 from collections.abc import Iterable
@@ -274,7 +275,14 @@ def _noto() -> _Glyphs:
     options.glyph_names = False
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=[u for lo, hi, _ in COVERED_BLOCKS for u in range(lo, hi + 1)])
-    subsetter.subset(font)
+    # fontTools narrates each step at INFO; a task log at INFO would carry dozens of lines
+    quiet = logging.getLogger("fontTools.subset")
+    level = quiet.level
+    quiet.setLevel(max(level, logging.WARNING))
+    try:
+        subsetter.subset(font)
+    finally:
+        quiet.setLevel(level)
     font["head"].indexToLocFormat = 1
     buffer = io.BytesIO()
     font.save(buffer)
