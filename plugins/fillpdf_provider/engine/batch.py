@@ -185,6 +185,7 @@ def fill_rows(
     start_row: int = 1,
     row_range: tuple[int, int] | None = None,
     require: bool = False,
+    batch_rows: int = 2048,
 ) -> BatchSummary:
     """Fill one PDF per row of ``rows`` (CSV or Parquet) into ``out_dir``.
 
@@ -199,7 +200,7 @@ def fill_rows(
     if on_error not in ("skip", "fail"):
         raise ValueError("on_error must be 'skip' or 'fail'")
     # Everything that can refuse the whole batch is checked before anything is written.
-    batches = read_batches(rows)
+    batches = read_batches(rows, batch_rows)
     first = next(batches, None)
     columns = first.schema.names if first is not None else []
     names = OutputNames(name_template)

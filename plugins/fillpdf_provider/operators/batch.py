@@ -100,6 +100,7 @@ class BatchFillOperator(BaseOperator):
         flattened) or ``zip`` (the PDFs in one archive).
     :param on_error: ``skip`` records a bad row in the manifest and goes on; ``fail`` stops.
     :param require: a row that leaves a field the form marks required empty is a bad row.
+    :param batch_rows: rows read at a time (memory stays flat whatever the table's length).
     :param chunk: a range from ``plan_chunks``: fill only those rows (mapped tasks).
     :param asset: an Asset to emit an event for, with the output location in its extra.
 
@@ -174,6 +175,7 @@ class BatchFillOperator(BaseOperator):
                 flatten=flatten,
                 on_error=self.on_error,
                 require=self.require,
+                batch_rows=self.batch_rows,
                 mapping=self.mapping,
                 progress=self._progress(label, total),
                 manifest_name=manifest if self.output_format == "files" else MANIFEST_NAME,
