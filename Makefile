@@ -19,6 +19,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test]"
+	rm -rf plugins/*.egg-info  # build leftovers: Airflow would see the plugin's entry point twice
 	touch $(STAMP)
 
 demo: $(STAMP)

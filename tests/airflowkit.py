@@ -7,6 +7,7 @@ does. The fillpdf plugin is loaded from its ``airflow.plugins`` entry point, as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -95,15 +96,16 @@ class ApiServer:
     def stop(self) -> None:
         """SIGTERM to the server's process group (uvicorn and its workers), then SIGKILL."""
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 self.process.wait(20)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.kill()
                 self.process.wait(5)
+        # whatever the server started in its own session (workers) goes with it
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def prepare_home(home: Path, users: list[User], extra_env: dict[str, str] | None = None) -> dict:

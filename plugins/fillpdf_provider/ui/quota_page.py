@@ -7,8 +7,10 @@ import html
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fillpdf_provider.ui.quota_data import quota_overview
 
@@ -20,18 +22,56 @@ def _authorized() -> Any:
     return Depends(requires_access_connection("GET"))
 
 
+def _wants_json(request: Request) -> bool:
+    return request.query_params.get("format") == "json" or "application/json" in (
+        request.headers.get("accept", "")
+    )
+
+
+def _is_browser(request: Request) -> bool:
+    return not _wants_json(request) and "text/html" in request.headers.get("accept", "")
+
+
+def _login_url(request: Request) -> str:
+    """The auth manager's sign-in page, coming back to this page afterwards."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return get_auth_manager().get_url_login(next_url=here)
+
+
 def create_quota_app() -> FastAPI:
     app = FastAPI(title="FillPDF quota", docs_url=None, redoc_url=None, openapi_url=None)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, exc: StarletteHTTPException) -> Response:
+        """Scripts get Airflow's JSON refusal; a person in a browser gets the sign-in page
+        (no login yet, or it expired) or a page saying what is missing (signed in, not allowed)."""
+        if not _is_browser(request) or exc.status_code not in (401, 403):
+            return await http_exception_handler(request, exc)
+        if exc.status_code == 401:
+            return RedirectResponse(_login_url(request), status_code=303)
+        return HTMLResponse(_forbidden_page(_login_url(request)), status_code=403)
+
     @app.get("/quota", dependencies=[_authorized()])
-    async def quota(request: Request, format: str | None = None) -> Any:
+    async def quota(request: Request) -> Any:
         overview = await run_in_threadpool(quota_overview)
-        wants_json = format == "json" or "application/json" in request.headers.get("accept", "")
-        if wants_json:
+        if _wants_json(request):
             return JSONResponse(overview)
         return HTMLResponse(render(overview))
 
     return app
+
+
+def _forbidden_page(login_url: str) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<title>FillPDF quota</title></head>"
+        '<body style="font-family: system-ui, sans-serif; margin: 2rem">'
+        "<h1>FillPDF quota</h1><p>This page shows the FillPDF accounts behind Airflow's "
+        "connections, so it needs permission to read connections, which this user lacks.</p>"
+        f'<p><a href="{html.escape(login_url)}">Sign in as another user</a></p></body></html>'
+    )
 
 
 def _number(value: Any, suffix: str = "") -> str:
@@ -65,14 +105,17 @@ def _card(row: dict[str, Any]) -> str:
     )
     facts = [
         ("Plan", row["plan"]),
-        ("Pages used", f"{_number(used)} of {_number(included)}"),
+        ("Pages used", _number(used) if included is None else f"{_number(used)} of {included:,}"),
         ("Remaining", _number(row["pages_remaining"])),
         ("Projected at month end", _number(row["projected_pages"])),
         (
             "Overage so far",
-            f"{_number(row['overage_pages'])} pages, {_usd(row['overage_cost_usd'])}",
+            # no quota (the embedded engine): there is nothing to go over
+            "—"
+            if included is None
+            else f"{_number(row['overage_pages'])} pages, {_usd(row['overage_cost_usd'])}",
         ),
-        ("Projected overage cost", _usd(row["projected_overage_usd"])),
+        ("Projected overage cost", "—" if included is None else _usd(row["projected_overage_usd"])),
         ("Resets", row["resets_at"] or "—"),
         ("Rate limit", _number(row["rate_limit_per_minute"], " / min")),
         ("Service", row["base_url"] or "embedded engine"),
