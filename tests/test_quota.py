@@ -277,3 +277,30 @@ def test_the_sensor_waits_in_the_triggerer(service: Server, monkeypatch) -> None
     finally:
         service.shift_clock(0)
     assert payload["status"] == "ready" and payload["remaining"] == 25
+
+
+def test_the_quota_page_data_lists_billed_runs_and_reports_gauges(
+    dagbag, service: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from airflow.sdk.observability.stats import Stats
+
+    from fillpdf_provider.ui.quota_data import quota_overview
+
+    gauges: dict[str, float] = {}
+    monkeypatch.setattr(Stats, "gauge", lambda name, value, *a, **k: gauges.update({name: value}))
+    key = service.create_key("pro")
+    use(monkeypatch, service, key)
+    conf = {
+        "inbox": inbox(tmp_path, 2, 2),
+        "output": str(tmp_path / "out"),
+        "detect": "fields_fast",
+    }
+    run = dagbag.get_dag("fillpdf_convert_inbox").test(run_conf=conf)
+    assert run.state == "success"
+    assert gauges["fillpdf.pages_used"] == 0 and gauges["fillpdf.pages_remaining"] == 60
+    assert gauges["fillpdf.pages_included"] == 60
+    overview = quota_overview()
+    row = next(r for r in overview["connections"] if r["conn_id"] == "fillpdf_default")
+    assert (row["plan"], row["pages_used"], row["pages_remaining"]) == ("pro", 4, 56)
+    billed = [r for r in overview["recent_runs"] if r["run_id"] == run.run_id]
+    assert billed and billed[0]["pages"] == 4 and billed[0]["conn_id"] == "fillpdf_default"
