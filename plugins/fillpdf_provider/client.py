@@ -171,10 +171,17 @@ def _raise_for(response: httpx.Response) -> None:
         message = f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
         param = None
     if error_type == "service_unavailable":
-        raise ServiceUnavailable(message, status=response.status_code, request_id=request_id,
-                                 headers=response.headers)  # fmt: skip
-    raise error_for(error_type, message, status=response.status_code, param=param,
-                    request_id=request_id, headers=response.headers)  # fmt: skip
+        raise ServiceUnavailable(
+            message, status=response.status_code, request_id=request_id, headers=response.headers
+        )
+    raise error_for(
+        error_type,
+        message,
+        status=response.status_code,
+        param=param,
+        request_id=request_id,
+        headers=response.headers,
+    )
 
 
 # --------------------------------------------------------------------------- results
@@ -312,6 +319,43 @@ class _Call:
     rewind: IO[bytes] | None = None
     absolute: bool = False
 
+    def arguments(self) -> dict[str, Any]:
+        return {"json": self.json, "files": self.files, "data": self.data, "headers": self.headers}
+
+
+class _Attempts:
+    """One call's attempts: what to do after each answer or failure, shared by both clients."""
+
+    def __init__(self, client: _Base, call: _Call) -> None:
+        self.client = client
+        self.call = call
+        self.attempt = 0
+        self.start = call.rewind.tell() if call.rewind is not None else 0
+
+    def rewind(self) -> None:
+        if self.call.rewind is not None:
+            self.call.rewind.seek(self.start)
+
+    def answered(self, response: httpx.Response) -> float | None:
+        """Seconds to wait before retrying, or None when ``response`` is the answer."""
+        wait = _retry_wait(self.client.retry, self.attempt, response, None)
+        if wait is None:
+            _raise_for(response)
+            return None
+        self.attempt += 1
+        return wait
+
+    def failed(self, error: Exception) -> float:
+        """Seconds to wait after no answer at all, or ``ServiceUnavailable`` when out of tries."""
+        wait = _retry_wait(self.client.retry, self.attempt, None, error)
+        if wait is None:
+            raise ServiceUnavailable(
+                f"No answer from {self.client.base_url} after {self.attempt + 1} attempts "
+                f"({type(error).__name__}: {error}); check the URL and the service."
+            ) from error
+        self.attempt += 1
+        return wait
+
 
 def _pdf_part(pdf: PdfSource) -> tuple[str, IO[bytes], bool]:
     """``(filename, stream, opened_here)``; bytes and paths become streams we can rewind."""
@@ -375,8 +419,9 @@ class _Base:
             "User-Agent": f"fillpdf-python/{__version__}",
         }
 
-    def _convert_call(self, pdf: PdfSource, detect: str, idempotency_key: str | None
-                      ) -> tuple[_Call, IO[bytes], bool]:  # fmt: skip
+    def _convert_call(
+        self, pdf: PdfSource, detect: str, idempotency_key: str | None
+    ) -> tuple[_Call, IO[bytes], bool]:
         name, stream, opened = _pdf_part(pdf)
         call = _Call(
             "POST",
@@ -403,9 +448,11 @@ class FillPdfClient(_Base):
     ) -> None:
         super().__init__(base_url, api_key, timeout=timeout, retry=retry)
         self._http = httpx.Client(
-            base_url=self.base_url, headers=self._headers, timeout=self._timeout,
+            base_url=self.base_url,
+            headers=self._headers,
+            timeout=self._timeout,
             transport=transport,
-        )  # fmt: skip
+        )
         # Document URLs may point at a CDN: they carry their own signature, never the key.
         self._anonymous = httpx.Client(timeout=self._timeout, transport=transport)
 
@@ -420,33 +467,19 @@ class FillPdfClient(_Base):
         self._anonymous.close()
 
     def _send(self, call: _Call) -> httpx.Response:
-        attempt = 0
-        start = call.rewind.tell() if call.rewind is not None else 0
+        attempts = _Attempts(self, call)
         while True:
-            if call.rewind is not None:
-                call.rewind.seek(start)
-            response: httpx.Response | None = None
-            error: Exception | None = None
+            attempts.rewind()
             http = self._anonymous if call.absolute else self._http
             try:
-                response = http.request(
-                    call.method, call.path, json=call.json, files=call.files, data=call.data,
-                    headers=call.headers,
-                )  # fmt: skip
+                response = http.request(call.method, call.path, **call.arguments())
             except _TRANSIENT as exc:
-                error = exc
-            wait = _retry_wait(self.retry, attempt, response, error)
-            if wait is None:
-                if error is not None:
-                    raise ServiceUnavailable(
-                        f"No answer from {self.base_url} after {attempt + 1} attempts "
-                        f"({type(error).__name__}: {error}); check the URL and the service."
-                    ) from error
-                assert response is not None
-                _raise_for(response)
-                return response
+                wait = attempts.failed(exc)
+            else:
+                wait = attempts.answered(response)
+                if wait is None:
+                    return response
             time.sleep(wait)
-            attempt += 1
 
     def convert(
         self, pdf: PdfSource, *, detect: str = "fields", idempotency_key: str | None = None
@@ -507,9 +540,11 @@ class AsyncFillPdfClient(_Base):
     ) -> None:
         super().__init__(base_url, api_key, timeout=timeout, retry=retry)
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=self._headers, timeout=self._timeout,
+            base_url=self.base_url,
+            headers=self._headers,
+            timeout=self._timeout,
             transport=transport,
-        )  # fmt: skip
+        )
         self._anonymous = httpx.AsyncClient(timeout=self._timeout, transport=transport)
 
     async def __aenter__(self) -> AsyncFillPdfClient:
@@ -523,33 +558,19 @@ class AsyncFillPdfClient(_Base):
         await self._anonymous.aclose()
 
     async def _send(self, call: _Call) -> httpx.Response:
-        attempt = 0
-        start = call.rewind.tell() if call.rewind is not None else 0
+        attempts = _Attempts(self, call)
         while True:
-            if call.rewind is not None:
-                call.rewind.seek(start)
-            response: httpx.Response | None = None
-            error: Exception | None = None
+            attempts.rewind()
             http = self._anonymous if call.absolute else self._http
             try:
-                response = await http.request(
-                    call.method, call.path, json=call.json, files=call.files, data=call.data,
-                    headers=call.headers,
-                )  # fmt: skip
+                response = await http.request(call.method, call.path, **call.arguments())
             except _TRANSIENT as exc:
-                error = exc
-            wait = _retry_wait(self.retry, attempt, response, error)
-            if wait is None:
-                if error is not None:
-                    raise ServiceUnavailable(
-                        f"No answer from {self.base_url} after {attempt + 1} attempts "
-                        f"({type(error).__name__}: {error}); check the URL and the service."
-                    ) from error
-                assert response is not None
-                _raise_for(response)
-                return response
+                wait = attempts.failed(exc)
+            else:
+                wait = attempts.answered(response)
+                if wait is None:
+                    return response
             await asyncio.sleep(wait)
-            attempt += 1
 
     async def convert(
         self, pdf: PdfSource, *, detect: str = "fields", idempotency_key: str | None = None

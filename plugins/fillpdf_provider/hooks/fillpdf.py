@@ -26,6 +26,7 @@ from fillpdf_provider.client import (
     FillPdfApiError,
     FillPdfClient,
     PdfSource,
+    RetryPolicy,
 )
 from fillpdf_provider.embedded import EmbeddedFillPdf
 from fillpdf_provider.engine.convert import ConversionResult
@@ -66,6 +67,20 @@ def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
         "timeout": float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
         "store_dir": _extra(extra, "store_dir"),
     }
+
+
+def backend_for(
+    settings: dict[str, Any], *, timeout: float | None = None, retry: RetryPolicy | None = None
+) -> FillPdfClient | EmbeddedFillPdf:
+    """The embedded engine or a client of the service, as ``settings`` say."""
+    if settings["mode"] == "embedded":
+        return EmbeddedFillPdf(settings.get("store_dir"))
+    return FillPdfClient(
+        settings["base_url"],
+        settings["api_key"],
+        timeout=timeout if timeout is not None else settings["timeout"],
+        retry=retry,
+    )
 
 
 class FillPdfHook(BaseHook):
@@ -124,10 +139,7 @@ class FillPdfHook(BaseHook):
 
     @cached_property
     def _backend(self) -> FillPdfClient | EmbeddedFillPdf:
-        settings = self.settings
-        if settings["mode"] == "embedded":
-            return EmbeddedFillPdf(settings["store_dir"])
-        return FillPdfClient(settings["base_url"], settings["api_key"], timeout=settings["timeout"])
+        return backend_for(self.settings)
 
     def get_async_client(self) -> AsyncFillPdfClient:
         """An async client of the service (api mode only), e.g. for a trigger."""

@@ -9,8 +9,7 @@ import time
 from typing import Any
 
 from fillpdf_provider.client import FillPdfApiError, FillPdfClient, RetryPolicy
-from fillpdf_provider.embedded import EmbeddedFillPdf
-from fillpdf_provider.hooks.fillpdf import FillPdfHook, connection_settings
+from fillpdf_provider.hooks.fillpdf import FillPdfHook, backend_for, connection_settings
 from fillpdf_provider.quota import projected_month_pages, projected_overage_usd
 
 RECENT_RUNS = 20
@@ -53,19 +52,13 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
             else {"mode": "embedded", "store_dir": None}
         )
         row["mode"] = settings["mode"]
-        if settings["mode"] == "embedded":
-            account = EmbeddedFillPdf(settings["store_dir"]).get_account()
-            row["base_url"] = None
-        else:
-            row["base_url"] = settings["base_url"]
-            client = FillPdfClient(
-                settings["base_url"],
-                settings["api_key"],
-                timeout=10,
-                retry=RetryPolicy(max_retries=1, max_rate_limit_wait_s=0),
-            )
-            with client:
-                account = client.get_account()
+        row["base_url"] = settings.get("base_url") or None
+        backend = backend_for(
+            settings, timeout=10, retry=RetryPolicy(max_retries=1, max_rate_limit_wait_s=0)
+        )
+        account = backend.get_account()
+        if isinstance(backend, FillPdfClient):
+            backend.close()
     except (FillPdfApiError, ValueError) as exc:
         row["error"] = str(exc)
         return row
