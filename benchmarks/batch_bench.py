@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import sqlite3
@@ -49,11 +48,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.machine import machine_info  # noqa: E402
+
 FORM = REPO_ROOT / "include" / "sample_form.pdf"
 SAMPLE_ROWS = REPO_ROOT / "include" / "sample_rows.csv"
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "batch_bench.txt"
@@ -146,13 +149,6 @@ def progress(message: str) -> None:
     print(f"  ... {message}", file=sys.stderr, flush=True)
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def _proc_kb(key: str, pid: str = "self") -> int | None:
     """A ``kB`` line of ``/proc/<pid>/status`` (``VmHWM``, ``VmRSS``), or None."""
     try:
@@ -160,17 +156,6 @@ def _proc_kb(key: str, pid: str = "self") -> int | None:
             for line in status:
                 if line.startswith(key + ":"):
                     return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _memory_gb() -> float | None:
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemTotal:"):
-                    return round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
     return None
@@ -185,19 +170,6 @@ def machine_busy_seconds() -> float | None:
         return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-
-
-def machine_info() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-        "memory_gb": _memory_gb(),
-        "versions": {dist: _version(dist) for dist in VERSION_DISTS},
-    }
 
 
 def _mb(kb: float | None) -> str:
@@ -775,7 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return manifests_child(args.read_manifests)
 
     out = Report()
-    report: dict[str, Any] = {"machine": machine_info()}
+    report: dict[str, Any] = {"machine": machine_info(VERSION_DISTS)}
     report["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     m = report["machine"]
     out("batch benchmark")

@@ -24,7 +24,6 @@ import io
 import json
 import logging
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -35,7 +34,6 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -43,6 +41,8 @@ from xml.sax.saxutils import escape, quoteattr
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.machine import machine_info as shared_machine_info  # noqa: E402
 
 DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "forms"
 CORPUS_TARGET_BYTES = 1_500_000
@@ -787,32 +787,10 @@ def run_memory(counts: Sequence[int], mode: str, timeout: float) -> dict[str, An
 # ------------------------------------------------------------------------ report
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def machine_info() -> dict[str, Any]:
-    """Python, CPU, memory and library versions."""
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-    }
-    try:
-        import psutil
-
-        info["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
-    except Exception:
-        info["memory_gb"] = None
-    info["versions"] = {
-        dist: _version(dist)
-        for dist in (
+    """Python, CPU, memory and library versions (pdftk's too, when it is installed)."""
+    info = shared_machine_info(
+        (
             "airflow-provider-fillpdf",
             "pypdf",
             "PyPDFForm",
@@ -821,7 +799,7 @@ def machine_info() -> dict[str, Any]:
             "pdfplumber",
             "pypdfium2",
         )
-    }
+    )
     exe = shutil.which("pdftk")
     if exe:
         try:

@@ -30,8 +30,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -48,6 +46,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 for _path in (REPO_ROOT, REPO_ROOT / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+from benchmarks.machine import machine_info  # noqa: E402
 
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "service_bench.txt"
 #: Requests per minute of the benchmark key: far above anything this machine can send. The
@@ -112,26 +112,6 @@ def _version(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
-
-
-def machine_info() -> dict[str, Any]:
-    """Python, CPUs, memory, load and the versions of the libraries on the request path."""
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-    }
-    try:
-        import psutil
-
-        info["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
-    except Exception:
-        info["memory_gb"] = None
-    info["versions"] = {dist: _version(dist) for dist in VERSION_DISTS}
-    return info
 
 
 def _redact(url: str) -> str:
@@ -627,7 +607,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     out = Report()
-    report: dict[str, Any] = {"machine": machine_info()}
+    report: dict[str, Any] = {"machine": machine_info(VERSION_DISTS)}
     report["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     if args.database_url:
         report["args"]["database_url"] = _redact(args.database_url)
