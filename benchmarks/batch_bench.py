@@ -55,7 +55,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.machine import machine_info  # noqa: E402
+from benchmarks.machine import Report, machine_info, progress  # noqa: E402
 
 FORM = REPO_ROOT / "include" / "sample_form.pdf"
 SAMPLE_ROWS = REPO_ROOT / "include" / "sample_rows.csv"
@@ -129,24 +129,6 @@ LOG_MARKS = (
 
 
 # --------------------------------------------------------------------------- output
-
-
-class Report:
-    """Lines printed as they come and kept for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def progress(message: str) -> None:
-    print(f"  ... {message}", file=sys.stderr, flush=True)
 
 
 def _proc_kb(key: str, pid: str = "self") -> int | None:

@@ -1,10 +1,11 @@
-"""The machine and the library versions each benchmark prints beside its figures, so a
-result can be read, and compared, for what it was measured on."""
+"""What the benchmarks share: the machine and library versions printed beside their figures
+(so a result can be read for what it was measured on), and their report and progress lines."""
 
 from __future__ import annotations
 
 import os
 import platform
+import sys
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
@@ -41,3 +42,21 @@ def machine_info(dists: Iterable[str]) -> dict[str, Any]:
         "memory_gb": memory_gb(),
         "versions": {dist: version(dist) for dist in dists},
     }
+
+
+class Report:
+    """Lines printed as they come and kept for the results file."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def progress(message: str) -> None:
+    print(f"  ... {message}", file=sys.stderr, flush=True)

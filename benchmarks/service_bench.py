@@ -47,7 +47,7 @@ for _path in (REPO_ROOT, REPO_ROOT / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from benchmarks.machine import machine_info  # noqa: E402
+from benchmarks.machine import Report, machine_info, progress  # noqa: E402
 
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "service_bench.txt"
 #: Requests per minute of the benchmark key: far above anything this machine can send. The
@@ -82,24 +82,6 @@ Check = Callable[[int, bytes], bool]
 
 
 # --------------------------------------------------------------------------- output
-
-
-class Report:
-    """Lines printed as they come and kept for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def progress(message: str) -> None:
-    print(f"  ... {message}", file=sys.stderr, flush=True)
 
 
 def _short(exc: BaseException) -> str:

@@ -7,7 +7,6 @@ account and the policy, so what the guard does is easy to test and to explain.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ def pages_of(pdfs: Iterable[bytes]) -> list[int]:
     """Page counts of PDFs, read locally: what converting them will bill."""
     from fillpdf_provider.engine.source import open_pdf
 
-    return [len(open_pdf(io.BytesIO(data).getvalue()).reader.pages) for data in pdfs]
+    return [len(open_pdf(data).reader.pages) for data in pdfs]
 
 
 def decide(
@@ -62,12 +61,9 @@ def decide(
         return QuotaDecision("go", f"{pages} pages fit in the {remaining} left", pages)
     short = f"{pages} pages needed, {remaining} of {account.pages_included} left this month"
     if account.hard_stop:
-        action = "fail" if policy == "allow_overage" else policy
-        reason = short + (
-            "; the plan has no overage" if policy == "allow_overage" else "; waiting for the reset"
-            if policy == "defer" else ""
-        )  # fmt: skip
-        return QuotaDecision(action, reason, pages)
+        if policy == "allow_overage":
+            return QuotaDecision("fail", short + "; the plan has no overage", pages)
+        return QuotaDecision(policy, short, pages)
     used_after = account.pages_used + pages
     overage_before = max(0, account.pages_used - account.pages_included)
     new_overage = max(0, used_after - account.pages_included) - overage_before

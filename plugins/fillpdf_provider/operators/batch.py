@@ -19,7 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from airflow.sdk import Asset, BaseOperator, Context
 
-from fillpdf_provider.engine.batch import MANIFEST_NAME, MANIFEST_SCHEMA, fill_rows, read_batches
+from fillpdf_provider.engine.batch import (
+    MANIFEST_NAME,
+    MANIFEST_SCHEMA,
+    fill_rows,
+    read_batches,
+)
+from fillpdf_provider.engine.batch import count_rows as count_parquet_rows
 from fillpdf_provider.engine.filler import write_atomic
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
 from fillpdf_provider.operators.forms import open_form
@@ -34,8 +40,9 @@ ZIP_NAME = "filled.zip"
 def count_rows(rows: str) -> int:
     """Rows in a CSV or Parquet file (Parquet from its footer; CSV read once, streamed)."""
     with readable(rows) as path:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return pq.ParquetFile(path).metadata.num_rows
+        footer = count_parquet_rows(path)
+        if footer is not None:
+            return footer
         return sum(batch.num_rows for batch in read_batches(path, batch_rows=65536))
 
 

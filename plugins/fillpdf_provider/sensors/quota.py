@@ -48,20 +48,24 @@ class FillPdfQuotaSensor(BaseSensorOperator):
             return int(self.pages)
         return sum(pages_of(read_bytes(p) for p in expand(self.pdfs or [])))
 
-    def poke(self, context: Context) -> bool:
-        hook = FillPdfHook(self.fillpdf_conn_id)
-        account = hook.get_account()
+    def _has_room(self, needed: int) -> bool:
+        account = FillPdfHook(self.fillpdf_conn_id).get_account()
         report_gauges(self.fillpdf_conn_id, account)
-        needed = self._needed()
         remaining = account.pages_remaining
         self.log.info("FillPDF: %d pages needed, %s left", needed, remaining)
         return remaining is None or remaining >= needed
 
+    def poke(self, context: Context) -> bool:
+        return self._has_room(self._needed())
+
     def execute(self, context: Context) -> Any:
-        if not self.deferrable or self.poke(context):
-            return super().execute(context) if not self.deferrable else None
+        if not self.deferrable:
+            return super().execute(context)
+        needed = self._needed()  # the PDFs are read and counted once
+        if self._has_room(needed):
+            return None
         self.defer(
-            trigger=FillPdfQuotaTrigger(self.fillpdf_conn_id, self._needed(), self.poke_interval),
+            trigger=FillPdfQuotaTrigger(self.fillpdf_conn_id, needed, self.poke_interval),
             method_name="execute_complete",
         )
 

@@ -267,13 +267,14 @@ async def _idempotent(
 # --------------------------------------------------------------------------- work
 
 
-def _engine_error(failure: isolation.EngineFailure) -> ApiError:
+def _engine_error(failure: isolation.EngineFailure, source: str) -> ApiError:
+    """The API error for what the child process reported about the PDF in ``source``."""
     error_type = (
         failure.error_type
         if failure.error_type in ("unsupported_file", "invalid_request")
         else "engine_error"
     )
-    return ApiError(error_type, failure.message, param=failure.param or "file")
+    return ApiError(error_type, failure.message, param=failure.param or source)
 
 
 def _convert(
@@ -343,7 +344,7 @@ def _convert(
             billing.release(service.db, reservation)
         output.unlink(missing_ok=True)
         if isinstance(exc, isolation.EngineFailure):
-            raise _engine_error(exc) from None
+            raise _engine_error(exc, "file") from None
         raise
     return JSONResponse(service.result_body(row, request))
 
@@ -432,13 +433,7 @@ def _fill(service: Service, caller: Caller, body: FillRequest) -> Response:
             memory_bytes=settings.engine_memory_bytes,
         )
     except isolation.EngineFailure as failure:
-        if failure.error_type == "invalid_request":
-            raise ApiError("invalid_request", failure.message, param=failure.param) from None
-        raise ApiError(
-            "unsupported_file" if failure.error_type == "unsupported_file" else "engine_error",
-            failure.message,
-            param="pdf_base64",
-        ) from None
+        raise _engine_error(failure, "pdf_base64") from None
     return Response(data, media_type="application/pdf")
 
 
