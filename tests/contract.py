@@ -19,3 +19,5 @@ CONTRACT_KEYS = frozenset(
 )
 #: Every key of an entry: the contract's, plus ``read_only`` and ``comb``.
 SCHEMA_KEYS = CONTRACT_KEYS | {"read_only", "comb"}
+#: The key a radio group of several buttons adds: each button's option and place.
+WIDGETS_KEY = "widgets"

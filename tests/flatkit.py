@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pdfminer.fontmetrics import FONT_METRICS
 from pypdf import PdfWriter
@@ -144,3 +145,35 @@ def flat_form(pages: int = 1, *, password: str | None = None) -> bytes:
         page.text(188, 541, "Newsletter")
         built.append(page)
     return build(built, password=password)
+
+
+def flat_form_schema() -> list[dict[str, Any]]:
+    """A schema for ``flat_form(2)`` written by hand, as a person reviewing it would: minimal
+    entries of every kind, a radio group on each page (beside the checkboxes) and a choice
+    field in page two's name box. A fresh copy each call, free to edit."""
+    return [
+        {"name": "full_name", "type": "text", "page": 0, "rect": [150, 655, 450, 675]},
+        {"name": "email", "type": "text", "page": 0, "rect": [150, 615, 450, 635]},
+        {"name": "city", "type": "text", "page": 0, "rect": [150, 578, 450, 592]},
+        {"name": "member", "type": "checkbox", "page": 0, "rect": [71, 539, 83, 551]},
+        {
+            "name": "plan",
+            "type": "radio",
+            "page": 0,
+            "widgets": [
+                {"export": "basic", "rect": [300, 539, 312, 551]},
+                {"export": "gold", "rect": [360, 539, 372, 551]},
+            ],
+        },
+        {
+            "name": "size",
+            "type": "radio",
+            "page": 1,
+            "widgets": [
+                {"export": "s", "rect": [300, 539, 312, 551]},
+                {"export": "m", "rect": [360, 539, 372, 551]},
+            ],
+        },
+        {"name": "country", "type": "choice", "page": 1, "rect": [150, 655, 300, 675],
+         "options": ["SE", "NO"]},
+    ]  # fmt: skip

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+from flatkit import flat_form_schema
 from formkit import sample_form
 from hostile import truncated
 from servicekit import DroppingProxy, Server, flat_form, free_port, start_server
@@ -73,6 +76,25 @@ def test_convert_fill_account_and_download(server: Server, tmp_path) -> None:
         assert isinstance(account, Account)
         assert (account.plan, account.pages_used, account.pages_included) == ("pro", 4, 60)
         assert client.get_conversion(conversion.conversion_id).schema == conversion.schema
+
+
+def test_convert_with_a_schema_builds_that_form(server: Server, tmp_path: Path) -> None:
+    schema = flat_form_schema()
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"schema": schema}))
+    with client_for(server) as client:
+        built = [client.convert(flat_form(2), schema=given) for given in (schema, path)]
+        assert built[0].schema == built[1].schema
+        assert [f.name for f in built[0].schema] == [e["name"] for e in schema]
+        assert client.download(built[0]) == client.download(built[1])
+        assert client.get_account().pages_used == 4
+        schema[1]["type"] = "phone"
+        with pytest.raises(InvalidRequest) as caught:
+            client.convert(flat_form(2), schema=json.dumps(schema))
+        assert caught.value.param == "schema" and "schema[1] ('email')" in caught.value.message
+        with pytest.raises(InvalidRequest, match="No such schema file"):
+            client.convert(flat_form(2), schema=tmp_path / "missing.json")
+        assert client.get_account().pages_used == 4
 
 
 def test_fill_an_inline_pdf_needs_its_fields(server: Server) -> None:
@@ -262,6 +284,9 @@ def test_async_client(server: Server) -> None:
                 await client.get_conversion("conv_" + "1" * 24)
             with pytest.raises(UnsupportedFile):
                 await client.convert(b"GIF89a")
+            built = await client.convert(flat_form(2), schema=flat_form_schema())
+            assert [f.name for f in built.schema] == [e["name"] for e in flat_form_schema()]
+            assert built.schema[4].widgets and len(built.schema[4].widgets) == 2
 
     asyncio.run(main())
 

@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from flatkit import flat_form_schema
 from formkit import sample_form
 from pypdf import PdfReader
 from servicekit import Server, flat_form, start_server
@@ -88,6 +89,21 @@ def test_errors_are_the_same_in_both_modes(hook: FillPdfHook) -> None:
     assert "'email'" in caught.value.message
 
 
+def test_convert_with_a_schema_builds_that_form(hook: FillPdfHook) -> None:
+    schema = flat_form_schema()
+    result = hook.convert(flat_form(2), schema=schema)
+    assert [f.name for f in result.schema] == [e["name"] for e in schema]
+    assert all(f.confidence == 1.0 for f in result.schema)
+    assert hook.get_conversion(result.conversion_id).schema == result.schema
+    filled = hook.fill(result.conversion_id, {"plan": "gold", "country": "NO"})
+    fields = PdfReader(io.BytesIO(filled)).get_fields() or {}
+    assert fields["plan"]["/V"] == "/gold" and fields["country"]["/V"] == "NO"
+    schema[0]["rect"] = [150, 655, 150, 675]
+    with pytest.raises(InvalidRequest) as caught:
+        hook.convert(flat_form(2), schema=schema)
+    assert caught.value.param == "schema" and "schema[0] ('full_name')" in caught.value.message
+
+
 def test_account_and_test_connection(hook: FillPdfHook) -> None:
     hook.convert(flat_form(3))
     account = hook.get_account()
@@ -119,6 +135,8 @@ def test_both_modes_give_equal_schemas_and_identical_fills(
     remote, local = api.convert(pdf), embedded.convert(pdf)
     assert remote.schema == local.schema
     assert remote.pdf == local.pdf
+    built = [hook.convert(pdf, schema=flat_form_schema()) for hook in (api, embedded)]
+    assert built[0].schema == built[1].schema and built[0].pdf == built[1].pdf
     values = {"full_name": "Ada", "email": "ada@example.org", "newsletter": True}
     assert api.fill(remote.conversion_id, values) == embedded.fill(local.conversion_id, values)
 

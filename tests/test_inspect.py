@@ -8,7 +8,7 @@ from pathlib import Path
 
 import formedit
 import pytest
-from contract import CONTRACT_KEYS
+from contract import CONTRACT_KEYS, SCHEMA_KEYS, WIDGETS_KEY
 from formkit import FF_READ_ONLY, Spec, build_form
 from pypdf.generic import NameObject, NumberObject, TextStringObject
 
@@ -110,6 +110,29 @@ def test_radio_options_are_the_export_values(kinds: dict[str, Field]) -> None:
 def test_radio_with_opt_lists_opt_exports_not_state_names(kinds: dict[str, Field]) -> None:
     # the kids' appearance states are /0 /1 /2; /Opt holds what a person would type
     assert kinds["size"].options == ("S", "M", "L")
+
+
+@pytest.mark.parametrize("name", ["shipping", "size"])
+def test_radio_groups_list_each_button_with_its_option_and_rect(
+    kinds: dict[str, Field], name: str
+) -> None:
+    spec = next(s for s in KIND_SPECS if s.name == name)
+    field = kinds[name]
+    assert field.widgets is not None
+    assert [w.export for w in field.widgets] == list(field.options or ())
+    for widget, rect in zip(field.widgets, spec.kid_rects, strict=True):
+        assert widget.rect == pytest.approx(rect, abs=0.01)
+    assert {w.page for w in field.widgets} == {spec.page}
+    assert field.rect == field.widgets[0].rect
+    entry = field.to_dict()["widgets"]
+    assert entry[0] == {"export": field.options[0], "page": spec.page,
+                        "rect": list(field.widgets[0].rect)}  # fmt: skip
+
+
+def test_only_radio_groups_of_several_buttons_list_widgets(kinds: dict[str, Field]) -> None:
+    for field in kinds.values():
+        if field.type != "radio":
+            assert field.widgets is None and "widgets" not in field.to_dict(), field.name
 
 
 def test_choice_options_are_export_values_not_display_texts(kinds: dict[str, Field]) -> None:
@@ -241,7 +264,8 @@ def test_to_dict_has_the_contract_keys(kinds: dict[str, Field]) -> None:
     for field in kinds.values():
         entry = field.to_dict()
         assert set(entry) >= CONTRACT_KEYS, field.name
-        assert set(entry) - CONTRACT_KEYS <= {"read_only", "comb"}
+        several = field.type == "radio" and len(field.widgets or ()) > 1
+        assert set(entry) == (SCHEMA_KEYS | {WIDGETS_KEY} if several else SCHEMA_KEYS), field.name
         assert entry["type"] in ("text", "date", "checkbox", "radio", "choice", "signature")
         assert isinstance(entry["page"], int)
         assert len(entry["rect"]) == 4 and all(isinstance(v, float) for v in entry["rect"])

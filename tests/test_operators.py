@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from flatkit import flat_form, flat_form_schema
 from pypdf import PdfReader
 
 from fillpdf_provider.operators import (
@@ -135,6 +138,46 @@ def test_convert_operator_then_fill_by_conversion_id(tmp_path: Path) -> None:
         ConvertOperator(
             task_id="c", pdfs=str(tmp_path / "none-*.pdf"), output_dir=str(tmp_path)
         ).execute(context={})
+
+
+def test_convert_operator_rebuilds_from_an_edited_schema_file(tmp_path: Path) -> None:
+    """The review loop: convert, edit NAME.schema.json in place, convert again from it."""
+    source = tmp_path / "form.pdf"
+    source.write_bytes(flat_form(2))
+    out = tmp_path / "out"
+
+    def run(**options: object) -> dict:
+        operator = ConvertOperator(task_id="c", pdfs=str(source), output_dir=str(out), **options)
+        (result,) = operator.execute(context={})  # type: ignore[arg-type]
+        return result
+
+    detected = run()
+    saved = out / "form.schema.json"
+    edited = json.loads(saved.read_text())
+    edited["schema"] = [e for e in edited["schema"] if e["name"] != "email"]
+    edited["schema"][0]["name"] = "applicant"
+    saved.write_text(json.dumps(edited))
+    built = run(schema=str(saved))  # not skipped: the files were made another way
+    names = [e["name"] for e in edited["schema"]]
+    assert [e["name"] for e in built["schema"]] == names != [e["name"] for e in
+                                                             detected["schema"]]  # fmt: skip
+    assert [f for f in (PdfReader(out / "form.fillable.pdf").get_fields() or {})] == names
+    assert run(schema=str(saved)) == built  # the schema it wrote builds the same form: done
+    assert run(schema=flat_form_schema())["conversion_id"] != built["conversion_id"]
+    assert run()["schema"] == detected["schema"]  # and back to detection
+
+
+def test_convert_operator_fails_at_once_on_a_bad_schema(tmp_path: Path) -> None:
+    source = tmp_path / "form.pdf"
+    source.write_bytes(flat_form(1))
+    schema = flat_form_schema()
+    schema[2]["type"] = "phone"
+    operator = ConvertOperator(task_id="c", pdfs=str(source), output_dir=str(tmp_path / "o"),
+                               schema=json.dumps(schema))  # fmt: skip
+    assert "schema" in ConvertOperator.template_fields
+    with pytest.raises(AirflowFailException, match=r"schema\[2\] \('city'\)"):
+        operator.execute(context={})  # type: ignore[arg-type]
+    assert not (tmp_path / "o" / "form.fillable.pdf").exists()
 
 
 def test_bad_options_are_refused_when_the_dag_is_parsed() -> None:

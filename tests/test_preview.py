@@ -99,6 +99,17 @@ def test_schema_fields_of_a_converted_form(flat: bytes, tmp_path: Path) -> None:
     assert caption_text(fields[0]) == "full_name · text · 1.00"
 
 
+def test_every_button_of_a_schema_radio_group_is_drawn(flat: bytes, tmp_path: Path) -> None:
+    gold = Detected("radio", 1, (200, 400, 230, 430), "plan", export="Platinum")
+    converted = write_acroform(flat, [RADIO, gold])
+    (group,) = Template(converted).fields
+    _, page_two = write_preview(converted, [group], tmp_path, scale=SCALE)
+    for button in (RADIO, gold):
+        x0, y0, x1, y1 = button.rect
+        device = (x0 * SCALE, (792 - y1) * SCALE, x1 * SCALE, (792 - y0) * SCALE)
+        assert pixel(page_two, left_edge(device)) == COLORS["radio"], button.export
+
+
 def test_caption_names_the_radio_option() -> None:
     assert caption_text(RADIO) == "plan=Gold · radio · 0.50"
     assert caption_text(TEXT) == "full_name · text · 0.87"

@@ -4,7 +4,7 @@ for every row of a table.
 Other tools call these forms, so their arguments and outputs are kept stable:
 
     fillpdf convert FLAT.pdf -o FILLABLE.pdf [--detect fields|fields_fast] [--preview DIR]
-                    [--json]
+                    [--json] [--schema SCHEMA.json]
     fillpdf inspect FORM.pdf --json
     fillpdf fill FORM.pdf --values VALUES.json -o OUT.pdf [--flatten]
     fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
@@ -39,7 +39,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     preview_dir = Path(args.preview) if args.preview else None
     if preview_dir is not None and preview_dir.exists() and not preview_dir.is_dir():
         raise FillPdfError(f"--preview {args.preview} is a file; give a folder for the PNGs.")
-    result = convert(args.pdf, detect=args.detect)
+    schema = _read_json(args.schema, "schema") if args.schema else None
+    result = convert(args.pdf, detect=args.detect, schema=schema)
     # The previews come first: if their folder cannot be written, no output is left behind.
     previews = write_preview(result.pdf, result.schema, preview_dir) if preview_dir else []
     write_atomic(Path(args.output), result.pdf)
@@ -52,8 +53,23 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         return 0
     pages = f"{result.pages} page" + ("s" if result.pages != 1 else "")
     found = f"{result.fields} field" + ("s" if result.fields != 1 else "")
-    print(f"{found} found on {pages} in {result.ms:,} ms; wrote {args.output}")
+    how = f"built from {args.schema}" if args.schema else "found"
+    print(f"{found} {how} on {pages} in {result.ms:,} ms; wrote {args.output}")
     return 0
+
+
+def _read_json(path: str, what: str) -> object:
+    """A JSON file's contents, or one line that says what is wrong with it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FillPdfError(f"No such {what} file: {path}") from None
+    except IsADirectoryError:
+        raise FillPdfError(f"{path} is a folder; give the {what} JSON file.") from None
+    except UnicodeDecodeError:
+        raise FillPdfError(f"{path} is not UTF-8 text; save the {what} as UTF-8 JSON.") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise FillPdfError(f"{path} is not valid JSON: {exc}") from None
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -89,12 +105,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_fill(args: argparse.Namespace) -> int:
-    try:
-        values = json.loads(Path(args.values).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FillPdfError(f"No such values file: {args.values}") from None
-    except json.JSONDecodeError as exc:
-        raise FillPdfError(f"{args.values} is not valid JSON: {exc}") from None
+    values = _read_json(args.values, "values")
     if not isinstance(values, dict):
         raise FillPdfError(f'{args.values} must hold a JSON object: {{"field name": value}}.')
     data = Template(args.form).fill(values, flatten=args.flatten)
@@ -257,7 +268,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = commands.add_parser("convert", help="detect the fields of a flat PDF and make it fillable")
+    p = commands.add_parser(
+        "convert",
+        help="detect the fields of a flat PDF and make it fillable",
+        description="Detect the fields of a flat PDF and write it fillable. To correct a "
+        "conversion, edit the schema it printed (--json) and convert again with --schema: "
+        "the form is then written exactly as the schema says, with no detection.",
+    )
     p.add_argument("pdf", help="a flat PDF (printed boxes and lines, no form fields)")
     p.add_argument("-o", "--output", required=True, help="where to write the fillable PDF")
     p.add_argument(
@@ -269,6 +286,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--preview", metavar="DIR", help="write one PNG per page with the fields drawn")
     p.add_argument("--json", action="store_true", help="print the conversion result as JSON")
+    p.add_argument(
+        "--schema",
+        metavar="SCHEMA.json",
+        help="build the form from this schema instead of detecting it: the 'schema' list of "
+        "a --json result (or that whole result), edited; entries need name, type, page and "
+        "rect (PDF points); radio groups place each option with 'widgets'",
+    )
     p.set_defaults(run=_cmd_convert)
 
     p = commands.add_parser("inspect", help="list a form's fields")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import io
+import json
 import os
 import random
 import time
@@ -31,6 +32,9 @@ from fillpdf_provider import __version__
 from fillpdf_provider.engine.schema import Field
 
 PdfSource = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
+#: A schema to build a form from: JSON text, a JSON file (a path object), the entries
+#: (``Field`` or dicts), or a whole conversion result.
+SchemaSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Field | Mapping]]
 DEFAULT_TIMEOUT = 120.0
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -372,6 +376,25 @@ def _pdf_part(pdf: PdfSource) -> tuple[str, IO[bytes], bool]:
     return Path(getattr(pdf, "name", "document.pdf")).name, pdf, False
 
 
+def schema_text(schema: SchemaSource) -> str:
+    """``schema`` as the JSON text ``POST /v1/convert`` takes in its ``schema`` field."""
+    if isinstance(schema, str):
+        return schema
+    if isinstance(schema, os.PathLike):
+        try:
+            return Path(schema).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InvalidRequest(f"No such schema file: {schema}", param="schema") from None
+    if isinstance(schema, Mapping):
+        schema = dict(schema)
+    elif isinstance(schema, Sequence):
+        schema = [f.to_dict() if isinstance(f, Field) else f for f in schema]
+    try:
+        return json.dumps(schema, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"The schema is not JSON data ({exc}).", param="schema") from None
+
+
 def _fill_body(
     target: str | bytes,
     values: Mapping[str, Any],
@@ -420,14 +443,21 @@ class _Base:
         }
 
     def _convert_call(
-        self, pdf: PdfSource, detect: str, idempotency_key: str | None
+        self,
+        pdf: PdfSource,
+        detect: str,
+        idempotency_key: str | None,
+        schema: SchemaSource | None = None,
     ) -> tuple[_Call, IO[bytes], bool]:
+        data = {"detect": detect}
+        if schema is not None:
+            data["schema"] = schema_text(schema)
         name, stream, opened = _pdf_part(pdf)
         call = _Call(
             "POST",
             "/v1/convert",
             files={"file": (name, stream, "application/pdf")},
-            data={"detect": detect},
+            data=data,
             headers={"Idempotency-Key": idempotency_key or f"fillpdf-{uuid.uuid4()}"},
             rewind=stream,
         )
@@ -482,10 +512,19 @@ class FillPdfClient(_Base):
             time.sleep(wait)
 
     def convert(
-        self, pdf: PdfSource, *, detect: str = "fields", idempotency_key: str | None = None
+        self,
+        pdf: PdfSource,
+        *,
+        detect: str = "fields",
+        idempotency_key: str | None = None,
+        schema: SchemaSource | None = None,
     ) -> Conversion:
-        """Convert a flat PDF (bytes, a path or a file object, streamed from disk)."""
-        call, stream, opened = self._convert_call(pdf, detect, idempotency_key)
+        """Convert a flat PDF (bytes, a path or a file object, streamed from disk).
+
+        With ``schema`` (a reviewed, edited schema) the service builds exactly that form
+        instead of detecting one; it is billed the same.
+        """
+        call, stream, opened = self._convert_call(pdf, detect, idempotency_key, schema)
         try:
             return Conversion.from_json(self._send(call).json())
         finally:
@@ -573,9 +612,14 @@ class AsyncFillPdfClient(_Base):
             await asyncio.sleep(wait)
 
     async def convert(
-        self, pdf: PdfSource, *, detect: str = "fields", idempotency_key: str | None = None
+        self,
+        pdf: PdfSource,
+        *,
+        detect: str = "fields",
+        idempotency_key: str | None = None,
+        schema: SchemaSource | None = None,
     ) -> Conversion:
-        call, stream, opened = self._convert_call(pdf, detect, idempotency_key)
+        call, stream, opened = self._convert_call(pdf, detect, idempotency_key, schema)
         try:
             return Conversion.from_json((await self._send(call)).json())
         finally:

@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fillpdf_provider.client import Account, NotFound, PdfSource, error_for
+from fillpdf_provider.client import (
+    Account,
+    NotFound,
+    PdfSource,
+    SchemaSource,
+    error_for,
+    schema_text,
+)
 from fillpdf_provider.engine.convert import ConversionResult, convert
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template, write_atomic
@@ -50,15 +57,19 @@ class EmbeddedFillPdf:
             raise NotFound(f"No conversion {conversion_id!r}.", param="conversion_id")
         return self.store / f"{conversion_id}.pdf", self.store / f"{conversion_id}.json"
 
-    def convert(self, pdf: PdfSource, *, detect: str = "fields") -> ConversionResult:
+    def convert(
+        self, pdf: PdfSource, *, detect: str = "fields", schema: SchemaSource | None = None
+    ) -> ConversionResult:
+        text = schema_text(schema) if schema is not None else None
         try:
             data = read_bytes(pdf)
-            result = convert(data, detect)
+            result = convert(data, detect, schema=text)
         except FillPdfError as exc:
             raise _api_error(exc) from None
         # The schema as the API returns it (rects to 3 decimals): the same in both modes.
         result.schema = [Field.from_dict(entry.to_dict()) for entry in result.schema]
-        digest = hashlib.sha256(detect.encode() + b"\0" + data).hexdigest()
+        how = detect.encode() if text is None else b"schema\0" + text.encode()
+        digest = hashlib.sha256(how + b"\0" + data).hexdigest()
         result.conversion_id = f"conv_{digest[:24]}"
         pdf_path, meta_path = self._paths(result.conversion_id)
         write_atomic(pdf_path, result.pdf)

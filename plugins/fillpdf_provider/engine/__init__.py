@@ -21,6 +21,7 @@ from fillpdf_provider.engine.errors import (
     NoFormError,
     NotAPdfError,
     PdfError,
+    SchemaError,
     UnknownFieldError,
 )
 from fillpdf_provider.engine.filler import Template, fill, inspect
@@ -37,6 +38,7 @@ __all__ = [
     "NoFormError",
     "NotAPdfError",
     "PdfError",
+    "SchemaError",
     "Template",
     "UnknownFieldError",
     "fill",

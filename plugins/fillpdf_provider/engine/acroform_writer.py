@@ -23,6 +23,8 @@ from fillpdf_provider.engine.form import (
     FF_COMBO,
     FF_MULTILINE,
     FF_RADIO,
+    FF_READ_ONLY,
+    FF_REQUIRED,
     acroform_of,
     read_fields,
 )
@@ -129,7 +131,9 @@ def _export(button: Detected, index: int) -> str:
 
 
 def _rect(detected: Detected) -> tuple[float, float, float, float]:
-    x0, y0, x1, y1 = (float(v) for v in detected.rect)
+    """The rect as written (3 decimals), so appearances are sized from the same numbers as
+    ``/Rect`` and a form rebuilt from its schema comes out byte for byte the same."""
+    x0, y0, x1, y1 = (round(float(v), 3) for v in detected.rect)
     return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
 
 
@@ -238,7 +242,7 @@ class _Update:
             number = self._add(body)
             page.widgets.append(number)
             kids.append(b"%d 0 R" % number)
-        flags = FF_RADIO | FF_NO_TOGGLE_TO_OFF
+        flags = FF_RADIO | FF_NO_TOGGLE_TO_OFF | _marks(group[0])
         labels = {b.label for b in group}
         label = labels.pop() if len(labels) == 1 else None
         tooltip = b"/TU" + text_string(label) if label else b""
@@ -332,25 +336,33 @@ def _field_entries(detected: Detected) -> bytes:
     head = b"/T" + text_string(detected.name)
     if detected.label:
         head += b"/TU" + text_string(detected.label)
+    marks = _marks(detected)
     if kind == "checkbox":
-        return b"/FT/Btn" + head + b"/DA" + text_string(BUTTON_DA) + b"/V/Off"
+        ff = b"/Ff %d" % marks if marks else b""
+        return b"/FT/Btn" + head + ff + b"/DA" + text_string(BUTTON_DA) + b"/V/Off"
     head += b"/DA" + text_string(TEXT_DA)
     if kind == "signature":
-        return b"/FT/Sig" + head
+        return b"/FT/Sig" + head + (b"/Ff %d" % marks if marks else b"")
     if kind == "choice":
         options = getattr(detected, "options", None) or ()
         opt = b" ".join(text_string(str(o)) for o in options)
-        return b"/FT/Ch" + head + b"/Ff %d/Opt[%s]" % (FF_COMBO, opt)
+        return b"/FT/Ch" + head + b"/Ff %d/Opt[%s]" % (FF_COMBO | marks, opt)
     return b"/FT/Tx" + head + _text_flags(detected) + (_DATE_ACTIONS if kind == "date" else b"")
+
+
+def _marks(detected: Detected) -> int:
+    """Required and read-only flags: detection never sets them, a schema entry may."""
+    flags = FF_REQUIRED if getattr(detected, "required", False) else 0
+    return flags | (FF_READ_ONLY if getattr(detected, "read_only", False) else 0)
 
 
 def _text_flags(detected: Detected) -> bytes:
     """``/Ff`` and ``/MaxLen``: comb needs a length and excludes multiline."""
     length = detected.max_length if detected.max_length and detected.max_length > 0 else None
-    flags = 0
+    flags = _marks(detected)
     if detected.comb and length and detected.type == "text":
         flags |= FF_COMB
-    elif detected.multiline:
+    elif detected.multiline and detected.type == "text":  # as the form reader reports it
         flags |= FF_MULTILINE
     out = b"/Ff %d" % flags if flags else b""
     return out + (b"/MaxLen %d" % length if length else b"")

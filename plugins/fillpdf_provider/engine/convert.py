@@ -2,6 +2,7 @@
 
 ``convert`` is what the CLI, the service and the Airflow operator call. The result carries
 the schema (the contract's entries) and the fillable PDF, which fills with ``Template``.
+Given a ``schema`` (a reviewed, edited one), it skips detection and writes exactly that form.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from fillpdf_provider.engine.content_limits import check_content_sizes
 from fillpdf_provider.engine.detect import MODES, detect_fields
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.engine.rebuild import SchemaInput, check_placement, parse_schema
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, open_pdf, read_bytes, reading_pdf
 
@@ -58,14 +60,24 @@ class ConversionResult:
 
 
 def convert(
-    pdf: PdfInput, detect: str = "fields", *, max_pages: int = MAX_PAGES
+    pdf: PdfInput,
+    detect: str = "fields",
+    *,
+    max_pages: int = MAX_PAGES,
+    schema: SchemaInput | None = None,
 ) -> ConversionResult:
-    """Detect the fields of a flat ``pdf`` and return it fillable, with its schema."""
+    """Detect the fields of a flat ``pdf`` and return it fillable, with its schema.
+
+    With ``schema`` (the ``schema`` list a conversion returned, that whole result, a list of
+    ``Field``, or any of them as JSON text) detection is skipped and the form is written
+    exactly as the schema says; a bad entry raises ``SchemaError`` and nothing is written.
+    """
     if detect not in MODES:
         raise FillPdfError(
             f"detect must be 'fields' or 'fields_fast', not {detect!r}.", param="detect"
         )
     started = time.perf_counter()
+    wanted = parse_schema(schema) if schema is not None else None
     data = read_bytes(pdf)
     opened = open_pdf(data)
     pages = len(opened.reader.pages)
@@ -75,15 +87,20 @@ def convert(
         raise FillPdfError(
             f"The PDF has {pages} pages; at most {max_pages} can be converted.", param="file"
         )
-    with reading_pdf():
-        check_content_sizes(opened.reader)
     base = opened.base.data
-    with reading_pdf():
-        detected = detect_fields(base, detect)
+    detected: list = []
+    if wanted is not None:
+        with reading_pdf():
+            check_placement(wanted, opened.reader)
+        detected = wanted
+    else:
+        with reading_pdf():
+            check_content_sizes(opened.reader)
+            detected = detect_fields(base, detect)
     output = write_acroform(base, detected) if detected else base
-    schema = _schema(output, detected)
+    entries = _schema(output, detected)
     ms = round((time.perf_counter() - started) * 1000)
-    return ConversionResult(pdf=output, schema=schema, pages=pages, ms=ms)
+    return ConversionResult(pdf=output, schema=entries, pages=pages, ms=ms)
 
 
 def _schema(output: bytes, detected: list) -> list[Field]:

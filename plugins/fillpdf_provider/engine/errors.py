@@ -49,6 +49,23 @@ class NoFormError(PdfError):
     error_type = "invalid_request"
 
 
+class SchemaError(FillPdfError):
+    """A schema given to rebuild a form is not usable: says which entry and what to fix.
+
+    ``index`` is the entry's place in the ``schema`` list (0-based) and ``name`` its name,
+    where the error concerns one entry.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None, name: str | None = None) -> None:
+        where = ""
+        if index is not None:
+            shown = name if name is None or len(name) <= 60 else name[:57] + "..."
+            where = f"schema[{index}]" + (f" ({shown!r})" if shown else "") + ": "
+        super().__init__(where + message, param="schema")
+        self.index = index
+        self.name = name
+
+
 class FieldError(FillPdfError):
     """A value does not fit the form: an unknown field or a value its field refuses."""
 
@@ -84,5 +101,6 @@ __all__ = [
     "NoFormError",
     "NotAPdfError",
     "PdfError",
+    "SchemaError",
     "UnknownFieldError",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pypdf import PdfReader
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject
 
-from fillpdf_provider.engine.schema import Field
+from fillpdf_provider.engine.schema import Field, OptionWidget
 
 FF_READ_ONLY = 1 << 0
 FF_REQUIRED = 1 << 1
@@ -41,6 +41,7 @@ class Widget:
     on_state: str | None = None  # buttons: the name of the widget's on appearance
     opt_index: int | None = None  # buttons with /Opt: the widget's place among the kids
     visible: bool = True
+    option: str | None = None  # radio buttons: the option this widget sets
 
 
 @dataclass
@@ -105,7 +106,15 @@ class FormField:
             options=self.options,
             read_only=self.read_only,
             comb=self.comb,
+            widgets=self._option_widgets(),
         )
+
+    def _option_widgets(self) -> tuple[OptionWidget, ...] | None:
+        """Each visible button of a radio group of several: enough to rebuild the group."""
+        shown = [w for w in self.widgets if w.visible]
+        if self.kind != "radio" or len(shown) < 2:
+            return None
+        return tuple(OptionWidget(w.option or w.on_state or "", w.page, w.rect) for w in shown)
 
 
 def inherited(obj: DictionaryObject, key: str, default: object = None) -> object:
@@ -139,7 +148,7 @@ def _rect(widget: DictionaryObject) -> tuple[float, float, float, float]:
     return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
 
 
-def _page_box(page: DictionaryObject) -> tuple[float, float, float, float]:
+def page_box(page: DictionaryObject) -> tuple[float, float, float, float]:
     """The visible area of a page: its crop box, else its media box."""
     try:
         box = page.cropbox
@@ -236,7 +245,7 @@ def read_fields(reader: PdfReader) -> list[FormField]:
         int(acroform.get("/Q", 0) or 0) if acroform is not None else 0,
     )
     for page_index, page in enumerate(reader.pages):
-        page_box = _page_box(page)
+        visible_box = page_box(page)
         annots = page.get("/Annots")
         annots = annots.get_object() if annots is not None else None
         if not isinstance(annots, ArrayObject):
@@ -246,7 +255,7 @@ def read_fields(reader: PdfReader) -> list[FormField]:
             if not isinstance(widget, DictionaryObject) or widget.get("/Subtype") != "/Widget":
                 continue
             ref = entry if isinstance(entry, IndirectObject) else None
-            _add_widget(widget, ref, page_index, page_box, by_name, targets, defaults)
+            _add_widget(widget, ref, page_index, visible_box, by_name, targets, defaults)
     fields = list(by_name.values())
     for form_field in fields:
         _finish(form_field)
@@ -357,6 +366,7 @@ def _finish(form_field: FormField) -> None:
             and widget.opt_index < len(opt)
         ):
             label = _text(opt[widget.opt_index])
+        widget.option = label
         if widget.on_state not in states.setdefault(label, []):
             states[label].append(widget.on_state or "Yes")
     if form_field.kind == "checkbox" and len({w.on_state for w in form_field.widgets}) > 1:

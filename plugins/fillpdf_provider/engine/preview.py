@@ -71,7 +71,7 @@ def _by_page(
     fields: Sequence[Detected] | Sequence[Field], pages: int
 ) -> dict[int, list[Detected | Field]]:
     grouped: dict[int, list[Detected | Field]] = {}
-    for item in fields:
+    for item in (drawn for entry in fields for drawn in _buttons(entry)):
         if not 0 <= item.page < pages:
             raise FillPdfError(
                 f"{item.name or 'A field'}: page {item.page} is not in the PDF (it has {pages}).",
@@ -79,6 +79,17 @@ def _by_page(
             )
         grouped.setdefault(item.page, []).append(item)
     return grouped
+
+
+def _buttons(item: Detected | Field) -> list[Detected | Field]:
+    """A schema's radio group as each of its buttons, so every option shows for review."""
+    widgets = getattr(item, "widgets", None)
+    if not widgets:
+        return [item]
+    return [
+        Detected(item.type, w.page, w.rect, item.name, confidence=item.confidence, export=w.export)
+        for w in widgets
+    ]
 
 
 def _page_picture(

@@ -7,6 +7,31 @@ from typing import Any, Literal
 
 FieldType = Literal["text", "date", "checkbox", "radio", "choice", "signature"]
 FIELD_TYPES: tuple[str, ...] = ("text", "date", "checkbox", "radio", "choice", "signature")
+Rect = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class OptionWidget:
+    """One button of a radio group: the option it sets and where it sits.
+
+    A group's entry has one ``rect``; its buttons each need their own place for the form
+    to be rebuilt from the schema, and for options to be moved between groups.
+    """
+
+    export: str
+    page: int
+    rect: Rect
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"export": self.export, "page": self.page, "rect": [round(v, 3) for v in self.rect]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OptionWidget:
+        return cls(
+            export=str(data["export"]),
+            page=int(data.get("page", 0)),
+            rect=tuple(float(v) for v in data["rect"]),  # type: ignore[arg-type]
+        )
 
 
 @dataclass(frozen=True)
@@ -20,7 +45,7 @@ class Field:
     name: str
     type: FieldType
     page: int
-    rect: tuple[float, float, float, float]
+    rect: Rect
     label: str | None = None
     confidence: float = 1.0
     required: bool = False
@@ -29,10 +54,13 @@ class Field:
     options: tuple[str, ...] | None = None
     read_only: bool = False
     comb: bool = False
+    #: Radio groups with several buttons: each button's option and place (else None).
+    widgets: tuple[OptionWidget, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON schema entry of the contract (plus ``read_only`` and ``comb``)."""
-        return {
+        """The JSON schema entry of the contract (plus ``read_only`` and ``comb``, and
+        ``widgets`` for a radio group of several buttons; absent elsewhere)."""
+        entry: dict[str, Any] = {
             "name": self.name,
             "type": self.type,
             "page": self.page,
@@ -46,11 +74,15 @@ class Field:
             "read_only": self.read_only,
             "comb": self.comb,
         }
+        if self.widgets is not None:
+            entry["widgets"] = [w.to_dict() for w in self.widgets]
+        return entry
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Field:
         """Read a schema entry back, e.g. the ``fields`` of a fill request."""
         options = data.get("options")
+        widgets = data.get("widgets")
         return cls(
             name=str(data["name"]),
             type=data["type"],
@@ -64,4 +96,5 @@ class Field:
             options=tuple(str(o) for o in options) if options is not None else None,
             read_only=bool(data.get("read_only", False)),
             comb=bool(data.get("comb", False)),
+            widgets=tuple(OptionWidget.from_dict(w) for w in widgets) if widgets else None,
         )

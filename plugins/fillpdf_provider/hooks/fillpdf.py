@@ -27,6 +27,7 @@ from fillpdf_provider.client import (
     FillPdfClient,
     PdfSource,
     RetryPolicy,
+    SchemaSource,
 )
 from fillpdf_provider.embedded import EmbeddedFillPdf
 from fillpdf_provider.engine.convert import ConversionResult
@@ -152,12 +153,15 @@ class FillPdfHook(BaseHook):
 
     # -- the interface ------------------------------------------------------------------
 
-    def convert(self, pdf: PdfSource, detect: str = "fields") -> ConversionResult:
-        """Detect the fields of a flat PDF (bytes, a path or a file object)."""
+    def convert(
+        self, pdf: PdfSource, detect: str = "fields", *, schema: SchemaSource | None = None
+    ) -> ConversionResult:
+        """Detect the fields of a flat PDF (bytes, a path or a file object), or, with
+        ``schema`` (a reviewed, edited one), build exactly that form with no detection."""
         backend = self._backend
         if isinstance(backend, EmbeddedFillPdf):
-            return backend.convert(pdf, detect=detect)
-        return self._result(backend.convert(pdf, detect=detect), backend)
+            return backend.convert(pdf, detect=detect, schema=schema)
+        return self._result(backend.convert(pdf, detect=detect, schema=schema), backend)
 
     def fill(
         self,

@@ -11,9 +11,11 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from fillpdf_provider.client import QuotaExceeded, RateLimited
+from fillpdf_provider.client import QuotaExceeded, RateLimited, schema_text
 from fillpdf_provider.engine.convert import ConversionResult
+from fillpdf_provider.engine.errors import SchemaError
 from fillpdf_provider.engine.filler import write_atomic
+from fillpdf_provider.engine.rebuild import schema_digest
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
 from fillpdf_provider.operators.storage import expand, local_path, read_bytes, writable_dir
 from fillpdf_provider.quota import POLICIES, QuotaDecision, decide, pages_of, report_gauges
@@ -40,6 +42,10 @@ class ConvertOperator(BaseOperator):
     :param pdfs: paths, globs or URIs (``s3://inbox/*.pdf``) of flat PDFs. Templated.
     :param output_dir: folder or URI for ``NAME.fillable.pdf`` and ``NAME.schema.json``.
     :param detect: ``fields`` (every cue) or ``fields_fast``.
+    :param schema: build each form exactly from this reviewed, edited schema instead of
+        detecting it: the entries (a list), a conversion result (a dict with ``schema``),
+        JSON text, or the path or URI of a JSON file (e.g. an edited ``NAME.schema.json``).
+        Templated. A file converted with another schema (or none) is converted again.
     :param fillpdf_conn_id: the FillPDF connection (none: the embedded engine, no quota).
 
     XCom: a list of conversion results (the API's JSON, without PDF bytes) with the paths
@@ -50,6 +56,7 @@ class ConvertOperator(BaseOperator):
         "pdfs",
         "output_dir",
         "detect",
+        "schema",
         "on_quota",
         "max_overage_pages",
         "max_overage_usd",
@@ -63,6 +70,7 @@ class ConvertOperator(BaseOperator):
         pdfs: str | list[str],
         output_dir: str,
         detect: str = "fields",
+        schema: str | list[Any] | dict[str, Any] | None = None,
         on_quota: str = "defer",
         max_overage_pages: int | None = None,
         max_overage_usd: float | None = None,
@@ -76,6 +84,7 @@ class ConvertOperator(BaseOperator):
         self.pdfs = pdfs
         self.output_dir = output_dir
         self.detect = detect
+        self.schema = schema
         self.on_quota = on_quota
         self.max_overage_pages = max_overage_pages
         self.max_overage_usd = max_overage_usd
@@ -85,7 +94,12 @@ class ConvertOperator(BaseOperator):
     def execute(self, context: Context) -> list[dict[str, Any]]:
         hook = FillPdfHook(self.fillpdf_conn_id)
         sources = expand(self.pdfs)
-        done = {s: self._done(s) for s in sources}
+        schema = self._schema_text()
+        try:
+            digest = schema_digest(schema) if schema is not None else None
+        except SchemaError as exc:  # the same schema fails every retry: fail now
+            raise AirflowFailException(f"The schema can't build a form: {exc}") from None
+        done = {s: self._done(s, digest) for s in sources}
         todo = {s: read_bytes(s) for s in sources if done[s] is None}
         if todo and hook.mode == "api":
             self._check_quota(hook, list(todo.values()), context)
@@ -93,12 +107,12 @@ class ConvertOperator(BaseOperator):
         with writable_dir(self.output_dir) as folder:
             for source, data in todo.items():
                 try:
-                    result = hook.convert(data, detect=self.detect)
+                    result = hook.convert(data, detect=self.detect, schema=schema)
                 except (QuotaExceeded, RateLimited) as exc:
                     self._act(self._late_refusal(exc, list(todo.values())), context)
                     raise  # not reached: _act defers, skips or fails
                 billed += result.pages
-                done[source] = self._write(folder, source, result)
+                done[source] = self._write(folder, source, result, digest)
         self._record_billing(context, hook, billed)
         return [done[s] for s in sources]
 
@@ -154,8 +168,18 @@ class ConvertOperator(BaseOperator):
         stem = PurePosixPath(str(source)).stem
         return f"{stem}.fillable.pdf", f"{stem}.schema.json"
 
-    def _done(self, source: str) -> dict[str, Any] | None:
-        """The result of an earlier attempt at ``source``, if its files are already there."""
+    def _schema_text(self) -> str | None:
+        """The ``schema`` option as JSON text: given inline, as JSON text, or as a file."""
+        schema = self.schema
+        if schema is None or schema == "":
+            return None
+        if isinstance(schema, str) and not schema.lstrip().startswith(("[", "{")):
+            return read_bytes(schema).decode("utf-8")
+        return schema_text(schema)
+
+    def _done(self, source: str, digest: str | None) -> dict[str, Any] | None:
+        """The result of an earlier attempt at ``source``, if its files are already there
+        and were made the same way (detected, or built from this very schema)."""
         folder = local_path(self.output_dir)
         if folder is None:
             return None
@@ -166,9 +190,13 @@ class ConvertOperator(BaseOperator):
             return None
         if entry.get("source") != str(source) or not (folder / pdf_name).exists():
             return None
+        if entry.get("built_from_schema") != digest:
+            return None
         return entry
 
-    def _write(self, folder: Any, source: str, result: ConversionResult) -> dict[str, Any]:
+    def _write(
+        self, folder: Any, source: str, result: ConversionResult, digest: str | None
+    ) -> dict[str, Any]:
         """The fillable PDF, then its schema JSON (which marks the file as done)."""
         pdf_name, schema_name = self._names(source)
         write_atomic(folder / pdf_name, result.pdf)
@@ -179,6 +207,8 @@ class ConvertOperator(BaseOperator):
             "fillable_pdf": f"{base}/{pdf_name}",
             "schema_json": f"{base}/{schema_name}",
         }
+        if digest is not None:
+            entry["built_from_schema"] = digest
         write_atomic(folder / schema_name, json.dumps(entry, indent=2).encode())
         self.log.info(
             "%s: %d fields on %d pages in %d ms -> %s",

@@ -32,8 +32,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fillpdf_provider import __version__
 from fillpdf_provider.engine.detect import MODES
-from fillpdf_provider.engine.errors import FillPdfError, UnknownFieldError
+from fillpdf_provider.engine.errors import FillPdfError, SchemaError, UnknownFieldError
 from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.engine.rebuild import parse_schema
 from fillpdf_provider.service import billing, conversions, idempotent, isolation, ratelimit
 from fillpdf_provider.service.clock import iso, period_of
 from fillpdf_provider.service.db import create_schema, make_engine
@@ -53,6 +54,8 @@ from fillpdf_provider.service.uploads import receive_upload
 
 TEMPLATE_CACHE_SIZE = 64
 PDF_MAGIC_WINDOW = 1024
+#: Largest ``schema`` form field of POST /v1/convert (its entries are bounded by the engine).
+MAX_SCHEMA_BYTES = 2 * 1024 * 1024
 
 
 class Service:
@@ -278,7 +281,12 @@ def _engine_error(failure: isolation.EngineFailure, source: str) -> ApiError:
 
 
 def _convert(
-    service: Service, caller: Caller, upload: Path, detect: str, request: Request
+    service: Service,
+    caller: Caller,
+    upload: Path,
+    detect: str,
+    request: Request,
+    schema: str | None = None,
 ) -> Response:
     settings = service.settings
     with upload.open("rb") as handle:
@@ -325,6 +333,7 @@ def _convert(
             probe_timeout=settings.probe_timeout_s,
             timeout=settings.engine_timeout_s,
             memory_bytes=settings.engine_memory_bytes,
+            schema=schema,
         )
         row = {
             "id": conversion_id,
@@ -334,7 +343,7 @@ def _convert(
             "expires_at": now + settings.retention_seconds,
             "pages": result["pages"],
             "overage_pages": taken[0].overage_pages,
-            "detect": detect,
+            "detect": "schema" if schema is not None else detect,
             "result": {**result, "conversion_id": conversion_id},
             "deleted": False,
         }
@@ -347,6 +356,24 @@ def _convert(
             raise _engine_error(exc, "file") from None
         raise
     return JSONResponse(service.result_body(row, request))
+
+
+def _checked_schema(text: str | None) -> str | None:
+    """The ``schema`` form field, checked on its own before any PDF work (400 if bad)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise ApiError(
+            "invalid_request",
+            "schema is empty; send the schema JSON (the 'schema' list of a conversion "
+            "result, edited), or leave the field out to detect the fields.",
+            param="schema",
+        )
+    try:
+        parse_schema(text)
+    except SchemaError as exc:
+        raise ApiError("invalid_request", exc.message, param="schema") from None
+    return text
 
 
 def _parse_fill(raw: bytes) -> FillRequest:
@@ -514,6 +541,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         responses=error_responses(400, 401, 402, 415, 429, 500, 502),
         openapi_extra={**CONVERT_BODY, **security},
         summary="Convert a flat PDF into a fillable one and return its field schema",
+        description="Detects the fields of the flat PDF, or, with `schema`, builds exactly "
+        "the form that schema describes (no detection). Billed per page either way.",
     )
     async def convert_pdf(request: Request, caller: Authorized) -> Response:
         upload = await receive_upload(
@@ -522,6 +551,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             request.stream(),
             service.settings.uploads_dir,
             max_file=service.settings.max_upload_bytes,
+            text_limits={"schema": MAX_SCHEMA_BYTES},
         )
         try:
             if upload.path is None:
@@ -535,13 +565,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     f"detect must be 'fields' or 'fields_fast', not {detect!r}.",
                     param="detect",
                 )
-            fingerprint = hashlib.sha256(f"convert|{detect}|{upload.sha256}".encode()).hexdigest()
+            schema = await anyio.to_thread.run_sync(_checked_schema, upload.fields.get("schema"))
+            request_key = f"convert|{detect}|{upload.sha256}"
+            if schema is not None:  # the same file with another schema is another request
+                request_key += "|schema|" + hashlib.sha256(schema.encode()).hexdigest()
+            fingerprint = hashlib.sha256(request_key.encode()).hexdigest()
             path = upload.path
             return await _idempotent(
                 request,
                 caller,
                 fingerprint,
-                lambda: _convert(service, caller, path, detect, request),
+                lambda: _convert(service, caller, path, detect, request, schema),
             )
         finally:
             upload.discard()

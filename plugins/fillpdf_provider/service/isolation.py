@@ -74,23 +74,34 @@ def _failure(exc: BaseException) -> tuple[str, str, str, str | None]:
 
 
 def _convert_child(
-    conn: Connection, upload: str, detect: str, output: str, memory: int, cpu: float
+    conn: Connection,
+    upload: str,
+    detect: str,
+    output: str,
+    memory: int,
+    cpu: float,
+    schema: str | None = None,
 ) -> None:
     try:
         _limit(memory, cpu)
         from fillpdf_provider.engine.convert import convert
         from fillpdf_provider.engine.filler import write_atomic
-        from fillpdf_provider.engine.source import open_pdf
+        from fillpdf_provider.engine.rebuild import check_placement, parse_schema
+        from fillpdf_provider.engine.source import open_pdf, reading_pdf
 
         data = Path(upload).read_bytes()
-        pages = len(open_pdf(data).reader.pages)
+        opened = open_pdf(data)
+        pages = len(opened.reader.pages)
         if pages == 0:
             conn.send(("error", "unsupported_file", "The PDF has no pages.", "file"))
             return
+        if schema is not None:  # a schema that doesn't fit the PDF is refused before billing
+            with reading_pdf():
+                check_placement(parse_schema(schema), opened.reader)
         conn.send(("pages", pages))
         if conn.recv() != "go":
             return
-        result = convert(data, detect, max_pages=max(pages, 1))
+        result = convert(data, detect, max_pages=max(pages, 1), schema=schema)
         write_atomic(Path(output), result.pdf)
         conn.send(("done", result.to_dict()))
     except EOFError:
@@ -157,17 +168,21 @@ def run_convert(
     probe_timeout: float,
     timeout: float,
     memory_bytes: int,
+    schema: str | None = None,
 ) -> dict[str, Any]:
     """Convert ``upload`` into ``output`` in a child process; returns the result dict.
 
     ``decide(pages)`` runs in this process once the page count is known and before any
     detection; it raises to refuse the work (plan limits, quota), and the child is stopped.
+    With ``schema`` (JSON text) the form is built from it instead of detected; its pages
+    and rects are checked against the PDF before ``decide`` is asked.
     """
     ctx = _ctx()
     parent, child = ctx.Pipe()
+    cpu = probe_timeout + timeout
     process = ctx.Process(
         target=_convert_child,
-        args=(child, str(upload), detect, str(output), memory_bytes, probe_timeout + timeout),
+        args=(child, str(upload), detect, str(output), memory_bytes, cpu, schema),
         daemon=True,
     )
     process.start()

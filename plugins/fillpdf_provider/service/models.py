@@ -19,6 +19,12 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
+class OptionWidget(BaseModel):
+    export: str = Field(description="The option this button sets.")
+    page: int = Field(ge=0)
+    rect: list[float] = Field(min_length=4, max_length=4)
+
+
 class SchemaEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -32,6 +38,12 @@ class SchemaEntry(BaseModel):
     multiline: bool = False
     max_length: int | None = None
     options: list[str] | None = None
+    read_only: bool = False
+    comb: bool = False
+    widgets: list[OptionWidget] | None = Field(
+        default=None,
+        description="Radio groups of several buttons only: each button's option and place.",
+    )
 
 
 class ConversionResult(BaseModel):
@@ -100,6 +112,15 @@ CONVERT_BODY: dict[str, Any] = {
                             "enum": ["fields", "fields_fast"],
                             "default": "fields",
                         },
+                        "schema": {
+                            "type": "string",
+                            "description": "Build the form from this schema (JSON text, at "
+                            "most 2 MB and 5,000 widgets) instead of detecting it: the "
+                            "`schema` list of a conversion result, edited, or that whole "
+                            "result. Entries need `name`, `type`, `page` and `rect`; a radio "
+                            "group places each option with `widgets`. `detect` is then unused. "
+                            "A bad entry is a 400 that names it.",
+                        },
                     },
                 }
             }
@@ -110,7 +131,7 @@ CONVERT_BODY: dict[str, Any] = {
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     described = {
-        400: "Malformed request, or a value its field refuses",
+        400: "Malformed request, a value its field refuses, or a schema that cannot be built",
         401: "API key missing, malformed, unknown or revoked",
         402: "Free plan: the file's pages do not fit in what is left this month",
         403: "The document URL's signature does not verify",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,10 +38,13 @@ class Upload:
 
 
 class _Receiver:
-    def __init__(self, folder: Path, file_field: str, max_file: int) -> None:
+    def __init__(
+        self, folder: Path, file_field: str, max_file: int, text_limits: Mapping[str, int]
+    ) -> None:
         self.folder = folder
         self.file_field = file_field
         self.max_file = max_file
+        self.text_limits = text_limits
         self.upload = Upload()
         self.parts = 0
         self._header_field = b""
@@ -106,9 +109,12 @@ class _Receiver:
             self._out.write(chunk)  # type: ignore[attr-defined]
             return
         self._text += chunk
-        if len(self._text) > MAX_TEXT_FIELD:
+        limit = self.text_limits.get(self._name or "", MAX_TEXT_FIELD)
+        if len(self._text) > limit:
             raise ApiError(
-                "invalid_request", f"Form field {self._name!r} is too long.", param=self._name
+                "invalid_request",
+                f"Form field {self._name!r} is over {limit:,} bytes; send less.",
+                param=self._name,
             )
 
     def part_end(self) -> None:
@@ -141,8 +147,14 @@ async def receive_upload(
     *,
     file_field: str = "file",
     max_file: int,
+    text_limits: Mapping[str, int] | None = None,
 ) -> Upload:
-    """Parse a ``multipart/form-data`` body into ``Upload``; raises ``ApiError`` on bad input."""
+    """Parse a ``multipart/form-data`` body into ``Upload``; raises ``ApiError`` on bad input.
+
+    Text parts are kept in memory: each is capped at ``MAX_TEXT_FIELD`` bytes, or at its
+    limit in ``text_limits``.
+    """
+    text_limits = dict(text_limits or {})
     kind, options = parse_options_header(content_type or "")
     if kind != b"multipart/form-data" or not options.get(b"boundary"):
         raise ApiError(
@@ -150,10 +162,10 @@ async def receive_upload(
             "Send the PDF as multipart/form-data with a part named 'file'.",
             param=file_field,
         )
-    overhead = 64 * 1024
+    overhead = 64 * 1024 + sum(text_limits.values())
     if content_length and content_length.isdigit() and int(content_length) > max_file + overhead:
         raise _too_large(max_file)
-    receiver = _Receiver(folder, file_field, max_file)
+    receiver = _Receiver(folder, file_field, max_file, text_limits)
     parser = MultipartParser(options[b"boundary"], receiver.callbacks())  # type: ignore[arg-type]
     received = 0
     try:

@@ -1,0 +1,372 @@
+"""Build a form exactly from a schema: the second half of reviewing a conversion.
+
+A person checks a conversion's schema and previews, edits the schema (adds, drops, moves,
+renames or retypes fields, moves radio options between groups) and has the form written
+from it, with no detection. Every entry is checked before anything is written, and an
+error names the entry (its place in the list and its name) and what to change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, NoReturn
+
+from pypdf import PdfReader
+
+from fillpdf_provider.engine.detect.model import Detected, Rect
+from fillpdf_provider.engine.errors import SchemaError
+from fillpdf_provider.engine.form import page_box, read_fields
+from fillpdf_provider.engine.schema import FIELD_TYPES, Field
+
+#: Most widgets one schema may make (entries, and the buttons of radio groups).
+MAX_WIDGETS = 5000
+#: Longest name, and longest option (radio options are PDF names: 127 bytes at most).
+MAX_NAME = 255
+MAX_OPTION = 100
+MAX_TEXT = 1000
+_TYPES = ", ".join(FIELD_TYPES)
+_FLAGS = ("required", "read_only", "multiline", "comb")
+
+Fail = Callable[[str], NoReturn]
+SchemaInput = str | bytes | Mapping[str, Any] | Sequence[Field | Mapping[str, Any]]
+
+
+@dataclass
+class SchemaField(Detected):
+    """A widget to write, from a schema entry: what detection gives, and what a person may
+    add (choice options, required, read-only). ``entry`` and ``part`` place it in the schema
+    for error messages."""
+
+    options: tuple[str, ...] | None = None
+    required: bool = False
+    read_only: bool = False
+    entry: int = 0
+    part: str = ""
+
+
+def parse_schema(schema: SchemaInput) -> list[SchemaField]:
+    """The widgets ``schema`` describes, in its order; raises ``SchemaError`` on a bad entry.
+
+    ``schema`` is the list of entries ``convert`` returns (dicts or ``Field``), that whole
+    result (a dict with ``schema``), or either as JSON text. Only ``name``, ``type``, ``page``
+    and ``rect`` are needed; a radio group with ``widgets`` needs no ``rect``.
+    """
+    fields: list[SchemaField] = []
+    owners: dict[str, tuple[int, str]] = {}
+    exports: dict[str, set[str]] = {}
+    for index, data in enumerate(entries_of(schema)):
+        made = _entry(index, data)
+        name, kind = made[0].name, made[0].type
+        if name in owners and not (kind == "radio" and owners[name][1] == "radio"):
+            raise SchemaError(
+                f"schema[{owners[name][0]}] has the same name; names must be unique (only "
+                "the entries of one radio group may share one). Rename one of them.",
+                index=index,
+                name=name,
+            )
+        owners.setdefault(name, (index, kind))
+        if kind == "radio":
+            taken = exports.setdefault(name, set())
+            for button in made:
+                if button.export in taken:
+                    raise SchemaError(
+                        f"option {button.export!r} is already in radio group {name!r}; give "
+                        "each button of a group its own option.",
+                        index=index,
+                        name=name,
+                    )
+                taken.add(button.export or "")
+        fields.extend(made)
+        if len(fields) > MAX_WIDGETS:
+            raise SchemaError(f"The schema makes more than {MAX_WIDGETS} widgets; split the form.")
+    return fields
+
+
+def schema_digest(schema: SchemaInput) -> str:
+    """What identifies the form ``schema`` builds: schemas that make the same widgets (in
+    any order, rects to the 3 decimals written, confidences aside) have the same digest, so
+    the schema a rebuilt form reports matches the schema it was built from."""
+    widgets = []
+    for field in parse_schema(schema):
+        data = asdict(field)
+        for key in ("entry", "part", "confidence", "cue", "group"):
+            data.pop(key, None)
+        data["rect"] = [round(v, 3) for v in field.rect]
+        data["label"] = field.label or None
+        widgets.append(json.dumps(data, sort_keys=True, ensure_ascii=False))
+    return hashlib.sha256("\n".join(sorted(widgets)).encode()).hexdigest()
+
+
+def entries_of(schema: SchemaInput) -> list[dict[str, Any]]:
+    """The entries of ``schema`` as dicts, from any of the forms ``parse_schema`` takes."""
+    if isinstance(schema, bytes | bytearray | memoryview):
+        try:
+            schema = bytes(schema).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SchemaError("The schema is not UTF-8 text; save it as UTF-8 JSON.") from None
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except (ValueError, RecursionError) as exc:
+            raise SchemaError(
+                f"The schema is not valid JSON ({exc}); give the list of entries "
+                "`fillpdf convert --json` prints under 'schema', or that whole result."
+            ) from None
+    if isinstance(schema, Mapping):
+        entries = schema.get("schema")
+        if entries is None and isinstance(schema.get("fields"), list):
+            entries = schema["fields"]  # `fillpdf inspect --json`
+        if entries is None:
+            raise SchemaError(
+                "A schema object needs a 'schema' list, as in the result of "
+                "`fillpdf convert --json`."
+            )
+        schema = entries
+    if isinstance(schema, str | bytes) or not isinstance(schema, Sequence):
+        raise SchemaError(
+            "The schema must be a list of entries ({'name', 'type', 'page', 'rect'}), not "
+            f"{_json_kind(schema)}."
+        )
+    if len(schema) > MAX_WIDGETS:
+        raise SchemaError(f"The schema has {len(schema)} entries; at most {MAX_WIDGETS}.")
+    entries = []
+    for index, entry in enumerate(schema):
+        if isinstance(entry, Field):
+            entries.append(entry.to_dict())
+        elif isinstance(entry, Mapping):
+            entries.append(dict(entry))
+        else:
+            raise SchemaError(
+                f"each entry must be an object with name, type, page and rect, not "
+                f"{_json_kind(entry)}.",
+                index=index,
+            )
+    return entries
+
+
+def check_placement(fields: Sequence[SchemaField], reader: PdfReader) -> None:
+    """Every widget on a page of the PDF, at least partly on it (a viewer shows nothing of a
+    widget off the page; detection may let a box run past the edge), with a name the PDF
+    doesn't use yet."""
+    pages = len(reader.pages)
+    boxes: dict[int, Rect] = {}
+    taken = {f.name for f in read_fields(reader)} if fields else set()
+    for field in fields:
+        fail = _failer(field.entry, field.name, field.part)
+        if not field.page < pages:
+            fail(
+                f"page {field.page} is not in the PDF: it has {pages} page"
+                f"{'s' if pages != 1 else ''}, numbered from 0 to {pages - 1}."
+            )
+        if field.page not in boxes:
+            boxes[field.page] = page_box(reader.pages[field.page])
+        box = boxes[field.page]
+        x0, y0, x1, y1 = field.rect
+        if not (x0 < box[2] and x1 > box[0] and y0 < box[3] and y1 > box[1]):
+            fail(
+                f"rect {_show(field.rect)} is outside page {field.page}, whose box is "
+                f"{_show(box)}; move it onto the page."
+            )
+        if field.name in taken:
+            fail(f"the PDF already has a field named {field.name!r}; rename this one.")
+
+
+# -- one entry ----------------------------------------------------------------------------
+
+
+def _entry(index: int, data: dict[str, Any]) -> list[SchemaField]:
+    name = data.get("name")
+    fail = _failer(index, name if isinstance(name, str) else None)
+    if name is None:
+        fail("needs a 'name', the key its value is filled by.")
+    name = _string(name, "name", fail, limit=MAX_NAME)
+    if "." in name:
+        fail("a name may not contain '.', which PDF uses to nest field names; use '_'.")
+    kind = data.get("type")
+    if kind is None:
+        fail(f"needs a 'type', one of {_TYPES}.")
+    if kind not in FIELD_TYPES:
+        fail(f"type {_dump(kind)} is not one of {_TYPES}.")
+    page = _page(data.get("page"), fail)
+    flags = {key: _flag(data.get(key), key, fail) for key in _FLAGS}
+    label = data.get("label")
+    if label is not None:
+        label = _string(label, "label", fail, limit=MAX_TEXT, blank=True)
+    max_length = data.get("max_length")
+    if max_length is not None and not (
+        isinstance(max_length, int) and not isinstance(max_length, bool) and max_length > 0
+    ):
+        fail(f"max_length must be a positive whole number or null, not {_dump(max_length)}.")
+    if flags["comb"] and (kind != "text" or not max_length):
+        fail("comb (one box per character) needs type 'text' and a max_length; set comb false.")
+    if flags["multiline"] and kind != "text":
+        fail(f"multiline is for text fields, not {kind}; set multiline false.")
+    if max_length and kind not in ("text", "date"):
+        fail(f"max_length is for text and date fields, not {kind}; set it to null.")
+    options = _options(data.get("options"), kind, fail)
+    common = dict(
+        name=name, type=kind, label=label, confidence=1.0, multiline=flags["multiline"],
+        max_length=max_length, comb=flags["comb"], options=options,
+        required=flags["required"], read_only=flags["read_only"], entry=index,
+    )  # fmt: skip
+    if kind != "radio":
+        rect = _rect(data.get("rect"), fail)
+        return [SchemaField(page=page, rect=rect, **common)]  # type: ignore[arg-type]
+    return _radio(data.get("widgets"), data.get("rect"), page, options, common, fail)
+
+
+def _radio(
+    widgets: Any,
+    rect: Any,
+    page: int,
+    options: tuple[str, ...] | None,
+    common: dict[str, Any],
+    fail: Fail,
+) -> list[SchemaField]:
+    """A radio group's buttons: one per widget, or one at ``rect`` for a single option."""
+    common = {**common, "options": None}
+    if widgets is None:
+        if not options:
+            fail(
+                'a radio group needs its options: \'widgets\': [{"export": option, "rect": '
+                "[x0, y0, x1, y1]}, ...], one per button."
+            )
+        if len(options) > 1:
+            fail(
+                f"lists {len(options)} options but has one rect; give each option its own "
+                'place in \'widgets\': [{"export": option, "rect": [x0, y0, x1, y1]}, ...].'
+            )
+        return [SchemaField(page=page, rect=_rect(rect, fail), export=options[0], **common)]
+    if not isinstance(widgets, list) or not widgets:
+        fail('widgets must be a non-empty list of {"export", "rect", "page"} objects.')
+    if len(widgets) > MAX_WIDGETS:
+        fail(f"has {len(widgets):,} widgets; a schema makes at most {MAX_WIDGETS:,}.")
+    buttons = []
+    for number, widget in enumerate(widgets):
+        part = f"widgets[{number}]"
+        at = _failer(common["entry"], common["name"], part)
+        if not isinstance(widget, Mapping):
+            at("must be an object with export and rect (page defaults to the entry's).")
+        export = _string(widget.get("export"), "export", at, limit=MAX_OPTION)
+        if export == "Off":
+            at("export 'Off' is what PDF calls no choice; name the option otherwise.")
+        button_page = _page(widget["page"], at) if widget.get("page") is not None else page
+        buttons.append(
+            SchemaField(
+                page=button_page, rect=_rect(widget.get("rect"), at), export=export, part=part,
+                **common,
+            )
+        )  # fmt: skip
+    given = [b.export for b in buttons]
+    if len(set(given)) != len(given):
+        fail(f"its widgets repeat an option ({_dump(given)}); give each its own export.")
+    if options is not None and set(options) != set(given):
+        fail(
+            f"options {_dump(list(options))} and the widgets' exports {_dump(given)} differ; "
+            "edit both, or leave options out."
+        )
+    return buttons
+
+
+def _page(value: Any, fail: Fail) -> int:
+    if value is None:
+        fail("needs a 'page', the 0-based page index.")
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 0:
+        fail(f"page must be a whole number from 0 (the first page), not {_dump(value)}.")
+    return int(value)
+
+
+def _rect(value: Any, fail: Fail) -> Rect:
+    if value is None:
+        fail("needs a 'rect': [x0, y0, x1, y1] in PDF points, from the page's bottom left.")
+    numbers = isinstance(value, list | tuple) and len(value) == 4
+    if not numbers or not all(_number(v) for v in value):
+        fail(f"rect must be 4 numbers [x0, y0, x1, y1] in PDF points, not {_dump(value)}.")
+    x0, y0, x1, y1 = (round(float(v), 3) for v in value)  # as the PDF will have it
+    if not (x1 > x0 and y1 > y0):
+        fail(
+            f"rect {_show((x0, y0, x1, y1))} has no area; give [x0, y0, x1, y1] with x1 > x0 "
+            "and y1 > y0."
+        )
+    return (x0, y0, x1, y1)
+
+
+def _options(value: Any, kind: str, fail: Fail) -> tuple[str, ...] | None:
+    if value is None:
+        if kind == "choice":
+            fail("a choice field needs 'options', the list of values to pick from.")
+        return None
+    if not isinstance(value, list):
+        fail(f"options must be a list of non-empty strings, not {_dump(value)}.")
+    limit = MAX_OPTION if kind == "radio" else MAX_TEXT
+    value = [_string(o, "each option", fail, limit=limit) for o in value]
+    if kind == "radio" and "Off" in value:
+        fail("option 'Off' is what PDF calls no choice; name the option otherwise.")
+    if kind == "choice" and not value:
+        fail("a choice field needs at least one option.")
+    if len(set(value)) != len(value):
+        fail(f"options repeat a value ({_dump(value)}); list each once.")
+    return tuple(value)
+
+
+def _string(value: Any, what: str, fail: Fail, *, limit: int, blank: bool = False) -> str:
+    """Text the PDF can hold: a string, not blank (unless ``blank``), not too long."""
+    if not isinstance(value, str) or not (blank or value.strip()):
+        fail(f"{what} must be a non-empty string, not {_dump(value)}.")
+    if len(value) > limit:
+        fail(f"{what} is {len(value):,} characters long; at most {limit:,}.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        fail(f"{what} {_dump(value)} holds a lone surrogate, which no PDF text can; fix it.")
+    return value
+
+
+def _flag(value: Any, key: str, fail: Fail) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        fail(f"{key} must be true or false, not {_dump(value)}.")
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _failer(index: int, name: str | None, part: str = "") -> Fail:
+    """A function that raises the entry's ``SchemaError`` with a message."""
+
+    def fail(message: str) -> NoReturn:
+        raise SchemaError(f"{part}: {message}" if part else message, index=index, name=name)
+
+    return fail
+
+
+def _show(rect: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in rect) + "]"
+
+
+def _dump(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, str | bytes):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    return "a list" if isinstance(value, Sequence) else type(value).__name__
