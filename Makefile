@@ -12,7 +12,7 @@ DEMO_ENV := AIRFLOW_HOME=$(DEMO_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags)
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install clean train-detector
 
 install: $(STAMP)
 
@@ -41,6 +41,13 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q
+
+# The field scorer: rebuilt from ../shared/corpus/train with a fixed seed (the same model,
+# byte for byte), cross-validated by form; figures in benchmarks/results/detector_cv.txt.
+train-detector: $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[train]"
+	rm -rf plugins/*.egg-info
+	$(PY) benchmarks/train_detector.py
 
 # Benchmarks run in their own environment: the fillers we compare with pin other pypdf versions.
 $(BENCH_STAMP): pyproject.toml

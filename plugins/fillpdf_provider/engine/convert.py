@@ -65,8 +65,12 @@ def convert(
     *,
     max_pages: int = MAX_PAGES,
     schema: SchemaInput | None = None,
+    min_confidence: float = 0.0,
 ) -> ConversionResult:
     """Detect the fields of a flat ``pdf`` and return it fillable, with its schema.
+
+    Each detected field carries a calibrated confidence (of fields at 0.9, about nine in
+    ten are right); ``min_confidence`` leaves out the fields less sure than that.
 
     With ``schema`` (the ``schema`` list a conversion returned, that whole result, a list of
     ``Field``, or any of them as JSON text) detection is skipped and the form is written
@@ -75,6 +79,11 @@ def convert(
     if detect not in MODES:
         raise FillPdfError(
             f"detect must be 'fields' or 'fields_fast', not {detect!r}.", param="detect"
+        )
+    if not 0.0 <= min_confidence <= 1.0:
+        raise FillPdfError(
+            f"min_confidence must be between 0 and 1, not {min_confidence!r}.",
+            param="min_confidence",
         )
     started = time.perf_counter()
     wanted = parse_schema(schema) if schema is not None else None
@@ -96,7 +105,7 @@ def convert(
     else:
         with reading_pdf():
             check_content_sizes(opened.reader)
-            detected = detect_fields(base, detect)
+            detected = detect_fields(base, detect, min_confidence=min_confidence)
     output = write_acroform(base, detected) if detected else base
     entries = _schema(output, detected)
     ms = round((time.perf_counter() - started) * 1000)

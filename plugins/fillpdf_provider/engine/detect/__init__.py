@@ -3,6 +3,10 @@
 ``detect_fields`` reads each page's chars and vector graphics with pdfplumber (or, in the
 fast mode, with PDFium, which reads them several times faster) and returns ``Detected``
 fields in PDF user space, named from their printed labels.
+
+The drawn cues give a broad pool of candidates; the learned scorer (``scorer.py``, trained
+on real forms) says which of them are fields, and how sure it is. Without a model the
+rules alone decide.
 """
 
 from __future__ import annotations
@@ -11,10 +15,20 @@ import io
 import re
 from collections.abc import Iterator
 
-from fillpdf_provider.engine.detect.fields import Candidate, find_candidates, typed
+import numpy as np
+
+from fillpdf_provider.engine.detect.features import page_features
+from fillpdf_provider.engine.detect.fields import (
+    MAX_FIELDS_PER_PAGE,
+    Candidate,
+    find_candidates,
+    typed,
+)
 from fillpdf_provider.engine.detect.labels import LabelIndex, snake, unique_names
 from fillpdf_provider.engine.detect.model import Detected, Rect
 from fillpdf_provider.engine.detect.page import Box, PageGeometry, read_page
+from fillpdf_provider.engine.detect.scorer import VETO_FLAGS, Model, choose, shipped_model
+from fillpdf_provider.engine.detect.variants import with_variants
 
 MODES = ("fields", "fields_fast")
 _NOT_FOR_YOU = re.compile(
@@ -24,20 +38,88 @@ _NOT_FOR_YOU = re.compile(
 )
 
 
-def detect_fields(pdf: bytes, mode: str = "fields", max_pages: int | None = None) -> list[Detected]:
-    """Every field found on the pages of ``pdf``, with unique names."""
+def detect_fields(
+    pdf: bytes,
+    mode: str = "fields",
+    max_pages: int | None = None,
+    *,
+    model: Model | str | None = "shipped",
+    min_confidence: float = 0.0,
+) -> list[Detected]:
+    """Every field found on the pages of ``pdf``, with unique names.
+
+    ``model`` is the scorer to use ("shipped" for the package's own in ``fields`` mode, None
+    for the rules alone); ``fields_fast`` keeps to the rules, as scoring the pool costs more
+    than the time that mode saves. Fields less sure than ``min_confidence`` are left out.
+    """
     if mode not in MODES:
         raise ValueError(f"detect must be one of {', '.join(MODES)}, not {mode!r}")
+    scorer = model
+    if model == "shipped":
+        scorer = shipped_model() if mode == "fields" else None
+    assert scorer is None or isinstance(scorer, Model)
     found: list[Detected] = []
-    for index, geo, to_pdf in _pages(pdf, mode, max_pages):
-        found.extend(_page_fields(index, geo, to_pdf, complete=mode == "fields"))
+    for index, geo, to_pdf in page_geometries(pdf, mode, max_pages):
+        complete = mode == "fields"
+        if scorer is None:
+            fields = _page_fields(index, geo, to_pdf, complete=complete)
+        else:
+            fields = _scored_page_fields(index, geo, to_pdf, scorer, complete=complete)
+        found.extend(f for f in fields if f.confidence >= min_confidence)
     _name(found)
     return found
 
 
-def _pages(
+#: More candidates than this on one page is a pattern or artwork, not a form: such a page is
+#: left to the rules, whose work is bounded, rather than scored.
+MAX_POOL = 4000
+
+
+def page_pool(
+    geo: PageGeometry, *, complete: bool
+) -> tuple[list[Candidate], np.ndarray, list[str | None], LabelIndex] | None:
+    """Every candidate of a page with its flags, its features and its label.
+
+    None for a page with more than ``MAX_POOL`` candidates.
+    """
+    found = find_candidates(geo, complete=complete, pool=True)
+    if len(found) > MAX_POOL:
+        return None
+    candidates = with_variants(geo, found)
+    if len(candidates) > MAX_POOL:
+        return None
+    _flag_office_use(candidates, geo)
+    labels = LabelIndex(geo.lines)
+    features, found_labels = page_features(geo, candidates, labels)
+    return candidates, features, found_labels, labels
+
+
+def _scored_page_fields(
+    index: int, geo: PageGeometry, to_pdf, scorer: Model, *, complete: bool
+) -> list[Detected]:
+    pool = page_pool(geo, complete=complete)
+    if pool is None:
+        return _page_fields(index, geo, to_pdf, complete=complete)
+    candidates, features, found_labels, labels = pool
+    if not candidates:
+        return []
+    probability = scorer.probability(features)
+    confidence = scorer.calibrated(probability)
+    boxes = np.array([c.box for c in candidates], dtype=np.float64)
+    buttons = np.array([c.kind in ("checkbox", "radio") for c in candidates])
+    floor = scorer.keep_thresholds(features, buttons)
+    floor[_in_vetoed_cells(candidates)] = np.inf
+    kept = choose(boxes, buttons, probability, floor)
+    if len(kept) > MAX_FIELDS_PER_PAGE:
+        kept = kept[:MAX_FIELDS_PER_PAGE]
+    chosen = [(candidates[i], found_labels[i], float(confidence[i])) for i in sorted(kept)]
+    return _fields_of(index, chosen, labels, to_pdf)
+
+
+def page_geometries(
     pdf: bytes, mode: str, max_pages: int | None
 ) -> Iterator[tuple[int, PageGeometry, object]]:
+    """Each page read for detection: its index, geometry and the map back to PDF space."""
     if mode == "fields_fast":
         from fillpdf_provider.engine.detect.pdfium_page import read_pdfium_pages
 
@@ -100,13 +182,28 @@ def _plumber_to_pdf(page: object):
 def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> list[Detected]:
     candidates = _outside_office_use(find_candidates(geo, complete=complete), geo)
     labels = LabelIndex(geo.lines)
-    fields: list[Detected] = []
+    chosen = []
     for cand in candidates:
-        if cand.kind == "radio":
-            continue
         label = labels.label_for(cand)
-        if label and _NOT_FOR_YOU.search(label):
+        if cand.kind != "radio" and label and _NOT_FOR_YOU.search(label):
             continue  # "For office use only", "Do not write in this area"
+        chosen.append((cand, label, _confidence(cand, label)))
+    return _fields_of(index, chosen, labels, to_pdf)
+
+
+def _fields_of(
+    index: int,
+    chosen: list[tuple[Candidate, str | None, float]],
+    labels: LabelIndex,
+    to_pdf,
+) -> list[Detected]:
+    """The chosen candidates as fields in PDF space; circles in a row become radio groups."""
+    fields: list[Detected] = []
+    radios: list[tuple[Candidate, float]] = []
+    for cand, label, confidence in chosen:
+        if cand.kind == "radio":
+            radios.append((cand, confidence))
+            continue
         kind = typed(cand.kind, label)
         fields.append(
             Detected(
@@ -115,18 +212,46 @@ def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> li
                 rect=to_pdf(cand.box),
                 name=snake(label),
                 label=label,
-                confidence=_confidence(cand, label),
+                confidence=confidence,
                 multiline=cand.multiline,
                 max_length=cand.max_length,
                 comb=cand.max_length is not None,
                 cue=cand.cue,
             )
         )
-    fields.extend(
-        _radio_groups(index, [c for c in candidates if c.kind == "radio"], labels, to_pdf)
-    )
+    fields.extend(_radio_groups(index, radios, labels, to_pdf))
     fields.sort(key=lambda d: (-d.rect[3], d.rect[0]))
     return fields
+
+
+_VETOES = frozenset(flag.removeprefix("flag=") for flag in VETO_FLAGS)
+
+
+def _in_vetoed_cells(candidates: list[Candidate]) -> np.ndarray:
+    """Whatever sits in a cell the rules set aside (a heading cell, read whole or as the
+    blank after its label) goes with it."""
+    cells = [c.region for c in candidates if c.region is not None and c.flags & _VETOES]
+    if not cells:
+        return np.zeros(len(candidates), dtype=bool)
+    regions = np.array(cells, dtype=np.float64)
+    boxes = np.array([c.box for c in candidates], dtype=np.float64)
+    cx = ((boxes[:, 0] + boxes[:, 2]) / 2)[:, None]
+    cy = ((boxes[:, 1] + boxes[:, 3]) / 2)[:, None]
+    inside = (
+        (regions[None, :, 0] <= cx)
+        & (cx <= regions[None, :, 2])
+        & (regions[None, :, 1] <= cy)
+        & (cy <= regions[None, :, 3])
+    )
+    return inside.any(axis=1)
+
+
+def _flag_office_use(candidates: list[Candidate], geo: PageGeometry) -> None:
+    """Mark what the rules leave to the office (the heading's strip, or its own label)."""
+    outside = {id(c) for c in _outside_office_use(candidates, geo)}
+    for cand in candidates:
+        if id(cand) not in outside:
+            cand.flags.add("office_use")
 
 
 def _outside_office_use(candidates: list[Candidate], geo: PageGeometry) -> list[Candidate]:
@@ -159,11 +284,15 @@ def _confidence(cand: Candidate, label: str | None) -> float:
 
 
 def _radio_groups(
-    index: int, radios: list[Candidate], labels: LabelIndex, to_pdf
+    index: int, radios: list[tuple[Candidate, float]], labels: LabelIndex, to_pdf
 ) -> list[Detected]:
     """Circles that line up in a row (or a column) are one question's options."""
+    sure = {id(cand): confidence for cand, confidence in radios}
     groups: list[list[Candidate]] = []
-    for cand in sorted(radios, key=lambda c: (round((c.box[1] + c.box[3]) / 4), c.box[0])):
+    ordered = sorted(
+        (c for c, _ in radios), key=lambda c: (round((c.box[1] + c.box[3]) / 4), c.box[0])
+    )
+    for cand in ordered:
         middle = (cand.box[1] + cand.box[3]) / 2
         for group in groups:
             last = group[-1]
@@ -188,7 +317,7 @@ def _radio_groups(
             question = None
         question = question or labels.above(_union([c.box for c in group]), 24) or options[0]
         exports = unique_names([snake(o) or str(i) for i, o in enumerate(options)])
-        for cand, label, export in zip(group, options, exports, strict=True):
+        for cand, _label, export in zip(group, options, exports, strict=True):
             found.append(
                 Detected(
                     type="radio",
@@ -196,7 +325,7 @@ def _radio_groups(
                     rect=to_pdf(cand.box),
                     name=snake(question),
                     label=question,
-                    confidence=_confidence(cand, label),
+                    confidence=sure[id(cand)],
                     export=export,
                     group=number,
                     cue=cand.cue,

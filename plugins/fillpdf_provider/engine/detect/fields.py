@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, Segment
 
@@ -40,6 +40,10 @@ class Candidate:
     max_length: int | None = None
     group: int | None = None  # radio group index
     region: Box | None = None  # the ruled cell it came from
+    # The rules that would set it aside ("header_row", "overlap", "shaded"...): the rule-based
+    # detector drops a flagged candidate; the learned one reads the flags as evidence.
+    flags: set[str] = field(default_factory=set)
+    variant: str = ""  # another reading of the same cue (see variants.py); "" for the rules' own
 
 
 class _CharIndex:
@@ -121,29 +125,74 @@ class _SegmentIndex:
         return self.items[bisect.bisect_left(self.keys, lo) : bisect.bisect_right(self.keys, hi)]
 
 
-def find_candidates(geo: PageGeometry, *, complete: bool) -> list[Candidate]:
-    """Field candidates on one page; ``complete`` adds the slower, rarer cues."""
+def find_candidates(geo: PageGeometry, *, complete: bool, pool: bool = False) -> list[Candidate]:
+    """Field candidates on one page; ``complete`` adds the slower, rarer cues.
+
+    With ``pool`` every candidate comes back, each with the ``flags`` of the rules that
+    would set it aside; without it only the unflagged ones (the rule-based detector).
+    """
     chars = _CharIndex(geo.char_boxes)
     horizontal = _SegmentIndex([s for s in geo.horizontal if s.b - s.a >= 8])
     vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 3])
     found: list[Candidate] = []
     buttons = _buttons(geo, chars, complete)
-    if len(buttons) <= MAX_BUTTONS_PER_PAGE:
-        found.extend(buttons)  # more is a pattern or artwork, not boxes to tick
-    regions = _regions(geo, horizontal, vertical, chars, _WordIndex(geo.words))
+    if len(buttons) > MAX_BUTTONS_PER_PAGE:
+        for cand in buttons:
+            cand.flags.add("button_flood")  # more is a pattern or artwork, not boxes to tick
+    found.extend(buttons)
+    cells: list[Box] = []
+    regions = _regions(geo, horizontal, vertical, chars, _WordIndex(geo.words), cells)
     found.extend(_combs(regions, chars))
     found.extend(_lined_areas([r for r in regions if r.kind != "_comb_cell"]))
     found.extend(_underscores(geo, chars))
-    _drop_header_rows(found)
-    _drop_row_headings(found)
-    _drop_hatched(found, geo.hatches)
-    found = _drop_overlaps([c for c in found if c.kind != "_drop"])
-    _drop_text_over_buttons(found)
-    _drop_shaded(found, geo.fills)
-    found = [c for c in found if c.kind != "_drop"]
+    if pool:
+        found.extend(_whole_cells(cells, found))
+    _flag_header_rows(found)
+    _flag_row_headings(found)
+    _flag_hatched(found, geo.hatches)
+    alive = [c for c in found if not c.flags]
+    kept = _drop_overlaps(alive)
+    survivors = {id(c) for c in kept}
+    for cand in alive:
+        if id(cand) not in survivors:
+            cand.flags.add("overlap")
+    _flag_text_over_buttons(kept)
+    _flag_shaded(kept, geo.fills)
+    if pool:
+        return found
+    found = [c for c in kept if not c.flags]
     if len(found) > MAX_FIELDS_PER_PAGE:
         found = sorted(found, key=lambda c: -c.confidence)[:MAX_FIELDS_PER_PAGE]
     return found
+
+
+def _whole_cells(cells: list[Box], found: list[Candidate]) -> list[Candidate]:
+    """Every closed ruled cell as a candidate of its own, flagged so the rules skip it.
+
+    The rules read a cell one way (the line under its label, a box inside it); many forms
+    make the whole cell the field, and the scorer weighs both readings.
+    """
+    have = {tuple(round(v) for v in c.box) for c in found}
+    made: list[Candidate] = []
+    for box in cells:
+        x0, top, x1, bottom = box
+        width, height = x1 - x0, bottom - top
+        key = tuple(round(v) for v in box)
+        if key in have or height < 5 or height > MAX_CELL_HEIGHT:
+            continue
+        have.add(key)
+        square = abs(width - height) <= 0.3 * max(width, height)
+        if square and width <= 20:
+            cand = Candidate("checkbox", box, "cell", 0.5, variant="cell-full")
+        elif width >= MIN_FIELD_WIDTH:
+            multiline = height > SINGLE_LINE_MAX and width >= MULTILINE_MIN_WIDTH
+            cand = Candidate("text", box, "cell", 0.5, multiline=multiline, variant="cell-full")
+            cand.region = box
+        else:
+            continue
+        cand.flags.add("whole_cell")
+        made.append(cand)
+    return made
 
 
 # -- buttons ---------------------------------------------------------------------------
@@ -208,7 +257,9 @@ def _regions(
     vertical: _SegmentIndex,
     chars: _CharIndex,
     words: _WordIndex,
+    cells: list[Box] | None = None,
 ) -> list[Candidate]:
+    """Candidates from the ruled spaces above each rule; ``cells`` collects the closed ones."""
     found: list[Candidate] = []
     for line in horizontal.items:
         y = line.at
@@ -225,6 +276,8 @@ def _regions(
                 continue
             closed_sides = bounded[i] + bounded[i + 1] + _side_walls(vertical, a, b, y)
             top = _ceiling(horizontal, a, b, y)
+            if cells is not None and top is not None and closed_sides >= 1:
+                cells.append((a, top, b, y))
             found.extend(_region(geo, vertical, chars, words, a, b, y, top, closed_sides))
     return found
 
@@ -489,6 +542,9 @@ def _lined_areas(regions: list[Candidate]) -> list[Candidate]:
                         "text", (x0, top, x1, run[-1].box[3]), "lined-area", 0.8, multiline=True
                     )
                 )
+                for each in run:
+                    each.flags.add("in_lined_area")  # the pool keeps each line as well
+                others.extend(run)
             else:
                 others.extend(run)
             run = [line] if line is not None else []
@@ -527,7 +583,7 @@ def _drop_overlaps(found: list[Candidate]) -> list[Candidate]:
     return kept
 
 
-def _drop_text_over_buttons(found: list[Candidate]) -> None:
+def _flag_text_over_buttons(found: list[Candidate]) -> None:
     """A text candidate around a checkbox is the cell the box sits in, not a field."""
     buttons = _Grid([c.box for c in found if c.kind in ("checkbox", "radio")])
     if not buttons.cells:
@@ -539,13 +595,13 @@ def _drop_text_over_buttons(found: list[Candidate]) -> None:
         for b in buttons.near(cand.box):
             cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
             if x0 <= cx <= x1 and top <= cy <= bottom:
-                cand.kind = "_drop"
+                cand.flags.add("around_button")
                 break
 
 
-def _drop_header_rows(found: list[Candidate]) -> None:
+def _flag_header_rows(found: list[Candidate]) -> None:
     """A labelled cell over an empty cell of the same column is a table heading."""
-    empty = [c.region for c in found if c.cue == "cell" and c.region is not None]
+    empty = [c.region for c in found if c.cue == "cell" and c.region is not None and not c.variant]
     if not empty:
         return
     for cand in found:
@@ -558,13 +614,13 @@ def _drop_header_rows(found: list[Candidate]) -> None:
         x0, _, x1, bottom = cand.region
         for other in empty:
             if abs(other[0] - x0) <= 2 and abs(other[2] - x1) <= 2 and abs(other[1] - bottom) <= 2:
-                cand.kind = "_drop"
+                cand.flags.add("header_row")
                 break
 
 
-def _drop_row_headings(found: list[Candidate]) -> None:
+def _flag_row_headings(found: list[Candidate]) -> None:
     """A labelled cell that starts a table row of two or more empty cells heads that row."""
-    empty = [c.region for c in found if c.cue == "cell" and c.region is not None]
+    empty = [c.region for c in found if c.cue == "cell" and c.region is not None and not c.variant]
     for cand in found:
         if cand.cue != "cell-after-label" or cand.region is None:
             continue
@@ -573,10 +629,10 @@ def _drop_row_headings(found: list[Candidate]) -> None:
             o for o in empty if abs(o[1] - top) <= 2 and abs(o[3] - bottom) <= 2 and o[0] >= x1 - 2
         ]
         if len(row) >= 2:
-            cand.kind = "_drop"
+            cand.flags.add("row_heading")
 
 
-def _drop_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) -> None:
+def _flag_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) -> None:
     """Hatched cells are struck out ("not applicable"), not fields."""
     if not hatches:
         return
@@ -589,10 +645,10 @@ def _drop_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) ->
         lo, hi = bisect.bisect_left(xs, x0), bisect.bisect_right(xs, x1)
         inside = sum(1 for _, y in points[lo:hi] if top <= y <= bottom)
         if inside >= 2:
-            cand.kind = "_drop"
+            cand.flags.add("hatched")
 
 
-def _drop_shaded(found: list[Candidate], fills: list[tuple[Box, bool]]) -> None:
+def _flag_shaded(found: list[Candidate], fills: list[tuple[Box, bool]]) -> None:
     """Tinted cells are the form's own ("for office use", "do not write here").
 
     What counts is the topmost fill under a candidate: a white cell painted over a grey
@@ -610,7 +666,7 @@ def _drop_shaded(found: list[Candidate], fills: list[tuple[Box, bool]]) -> None:
             if s[0] <= cx <= s[2] and s[1] <= cy <= s[3] and s[2] - s[0] >= 0.8 * (x1 - x0):
                 topmost = tinted
         if topmost:
-            cand.kind = "_drop"
+            cand.flags.add("shaded")
 
 
 def _shared(a: Box, b: Box) -> float:

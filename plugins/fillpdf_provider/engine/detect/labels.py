@@ -34,17 +34,30 @@ class LabelIndex:
         return self.lines[lo:hi]
 
     def label_for(self, cand: Candidate) -> str | None:
+        return self.label_and_place(cand)[0]
+
+    def label_and_place(self, cand: Candidate) -> tuple[str | None, str]:
+        """The label and where it was found: right, left, inside, above, far-left, below."""
         _x0, top, _x1, bottom = cand.box
         height = bottom - top
         if cand.kind in ("checkbox", "radio"):
-            return self._right_of(cand.box) or self.left_of(cand.box, 160)
-        return (
-            self._inside_top(cand.box)
-            or self.left_of(cand.box, 48)
-            or self.above(cand.box, max(10.0, min(height, 16.0)))
-            or self.left_of(cand.box, 220)
-            or self._below(cand.box)
-        )
+            tries = (
+                ("right", lambda: self._right_of(cand.box)),
+                ("left", lambda: self.left_of(cand.box, 160)),
+            )
+        else:
+            tries = (
+                ("inside", lambda: self._inside_top(cand.box)),
+                ("left", lambda: self.left_of(cand.box, 48)),
+                ("above", lambda: self.above(cand.box, max(10.0, min(height, 16.0)))),
+                ("far-left", lambda: self.left_of(cand.box, 220)),
+                ("below", lambda: self._below(cand.box)),
+            )
+        for place, find in tries:
+            text = find()
+            if text:
+                return text, place
+        return None, ""
 
     def _right_of(self, box: Box) -> str | None:
         _x0, top, x1, bottom = box

@@ -16,6 +16,7 @@ Box = tuple[float, float, float, float]  # x0, top, x1, bottom
 BOX_GLYPHS = frozenset("☐□❑❒◻▢⬜❏")
 CIRCLE_GLYPHS = frozenset("○◯◦❍")
 _SYMBOL_FONTS = ("dingbat", "wingding", "symbol")
+_MARK_FONTS = ("dingbat", "wingding", "webding", "symbol", "zapf")
 _SYMBOL_BOX_CODES = frozenset("nopqr¨\uf06f\uf070\uf071\uf072\uf0a8\uf06e")
 
 
@@ -83,6 +84,10 @@ class PageGeometry:
     fills: list[tuple[Box, bool]] = field(default_factory=list)
     hatches: list[tuple[float, float]] = field(default_factory=list)  # midpoints of slanted lines
     char_boxes: list[Box] = field(default_factory=list)
+    # Single characters of symbol fonts (Webdings, Wingdings, ZapfDingbats...): many forms
+    # print their tick boxes that way, with codes that differ from font to font.
+    symbol_marks: list[Box] = field(default_factory=list)
+    dot_runs: list[tuple[Box, float]] = field(default_factory=list)  # dot leaders, font size
 
     @property
     def object_count(self) -> int:
@@ -249,8 +254,27 @@ def _read_chars(geo: PageGeometry, chars: list[dict]) -> None:
             )
         run.clear()
 
+    dots: list[dict] = []
+
+    def close_dots() -> None:
+        if len(dots) >= 4:
+            top = min(c["top"] for c in dots)
+            box = (dots[0]["x0"], top, dots[-1]["x1"], dots[-1]["bottom"])
+            geo.dot_runs.append((box, dots[0].get("size", 8.0)))
+        dots.clear()
+
     previous: dict | None = None
     for char in ordered:
+        if char["text"] in ".…":
+            if not (
+                dots
+                and abs(dots[-1]["bottom"] - char["bottom"]) < 1
+                and char["x0"] - dots[-1]["x1"] < 3
+            ):
+                close_dots()
+            dots.append(char)
+        elif not char["text"].isspace():
+            close_dots()
         text = char["text"]
         box = (char["x0"], char["top"], char["x1"], char["bottom"])
         font = str(char.get("fontname", "")).lower()
@@ -262,6 +286,8 @@ def _read_chars(geo: PageGeometry, chars: list[dict]) -> None:
         if text in CIRCLE_GLYPHS:
             geo.glyph_boxes.append((box, "circle"))
             continue
+        if not text.isspace() and any(s in font for s in _MARK_FONTS):
+            geo.symbol_marks.append(box)
         if text == "_":
             if (
                 run
@@ -287,6 +313,7 @@ def _read_chars(geo: PageGeometry, chars: list[dict]) -> None:
         word.append(char)
         previous = char
     close_run()
+    close_dots()
     close_line()
 
 

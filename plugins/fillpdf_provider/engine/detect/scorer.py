@@ -1,0 +1,204 @@
+"""The learned field scorer: gradient-boosted trees over candidate features, and the choice
+of which candidates become fields.
+
+The trees predict how well a candidate fits a field (its IoU with the field a person made);
+the likeliest fits are kept, none on top of a likelier one, and the score is mapped to a
+calibrated confidence.
+
+The model is a JSON file of plain trees (``engine/data/detector.json``), evaluated here with
+numpy, so converting needs no machine-learning library and loads in milliseconds.
+``make train-detector`` writes it from the training corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from fillpdf_provider.engine.detect.features import FEATURES, INDEX
+
+#: The keep thresholds: text or button, times a candidate the rules keep or one they don't.
+THRESHOLD_KEYS = ("text_rule", "text_new", "button_rule", "button_new")
+_NEW_CUES = ("cue=blank", "cue=dots")
+
+MODEL_FILE = "detector.json"
+#: Two text fields on one spot would print over each other: the less likely one goes.
+TEXT_SHARED_MAX = 0.5
+IOU_MAX = 0.4
+
+
+@dataclass(frozen=True)
+class Model:
+    """Trees flattened into arrays: node ``i`` of tree ``t`` is at ``offsets[t] + i``."""
+
+    features: tuple[str, ...]
+    feature: np.ndarray  # int32, -1 at leaves
+    threshold: np.ndarray  # float64
+    left: np.ndarray  # int32, absolute node index
+    right: np.ndarray
+    value: np.ndarray  # float64, leaf output
+    roots: np.ndarray  # int32, each tree's root node
+    depth: int
+    learning_rate: float
+    thresholds: dict[str, float]
+    calibration: tuple[tuple[float, float], ...]  # (raw score, calibrated) knots
+    output: str = "logistic"  # "identity": the trees predict a score in [0, 1] directly
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """The model's score for each row, from 0 (no field) to 1 (before calibration)."""
+        if len(x) == 0:
+            return np.zeros(0)
+        x = np.asarray(x, dtype=np.float32)
+        rows = np.arange(len(x))[:, None]
+        node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
+        for _ in range(self.depth):
+            feature = self.feature[node]
+            leaf = feature < 0
+            values = x[rows, np.where(leaf, 0, feature)]
+            go_left = values <= self.threshold[node]
+            node = np.where(leaf, node, np.where(go_left, self.left[node], self.right[node]))
+        raw = self.learning_rate * self.value[node].sum(axis=1)
+        if self.output == "identity":
+            return np.clip(raw, 0.0, 1.0)
+        return 1.0 / (1.0 + np.exp(-raw))
+
+    def keep_thresholds(self, x: np.ndarray, is_button: np.ndarray) -> np.ndarray:
+        """Each candidate's keep threshold, by its kind and whether the rules keep it."""
+        return keep_thresholds(x, is_button, self.thresholds)
+
+    def calibrated(self, probability: np.ndarray) -> np.ndarray:
+        """Probabilities mapped so that of fields at 0.9 about 90% are right."""
+        if not self.calibration:
+            return probability
+        xs = np.array([k[0] for k in self.calibration])
+        ys = np.array([k[1] for k in self.calibration])
+        return np.interp(probability, xs, ys)
+
+
+def model_from_dict(data: dict) -> Model:
+    """Build a ``Model`` from the JSON layout written by the trainer."""
+    trees = data["trees"]
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    value: list[float] = []
+    roots: list[int] = []
+    for tree in trees:
+        base = len(feature)
+        roots.append(base)
+        feature.extend(tree["feature"])
+        threshold.extend(tree["threshold"])
+        left.extend(base + i if i >= 0 else -1 for i in tree["left"])
+        right.extend(base + i if i >= 0 else -1 for i in tree["right"])
+        value.extend(tree["value"])
+    names = tuple(data["features"])
+    if names != FEATURES:
+        raise ValueError(
+            "The detector model was trained on other features than this code computes; "
+            "rebuild it with `make train-detector`."
+        )
+    return Model(
+        features=names,
+        feature=np.array(feature, dtype=np.int32),
+        threshold=np.array(threshold, dtype=np.float64),
+        left=np.array(left, dtype=np.int32),
+        right=np.array(right, dtype=np.int32),
+        value=np.array(value, dtype=np.float64),
+        roots=np.array(roots, dtype=np.int32),
+        depth=int(data["max_depth"]),
+        learning_rate=float(data["learning_rate"]),
+        thresholds={key: float(data["thresholds"][key]) for key in THRESHOLD_KEYS},
+        calibration=tuple((float(a), float(b)) for a, b in data.get("calibration", ())),
+        output=str(data.get("output", "logistic")),
+    )
+
+
+@lru_cache(maxsize=1)
+def shipped_model() -> Model | None:
+    """The model in the package, or None when the package ships none."""
+    try:
+        text = resources.files("fillpdf_provider.engine").joinpath("data", MODEL_FILE).read_text()
+    except FileNotFoundError:
+        return None
+    return model_from_dict(json.loads(text))
+
+
+def rule_kept(x: np.ndarray) -> np.ndarray:
+    """Which candidates the rule-based detector keeps (no flag, the rules' own reading)."""
+    x = np.asarray(x)
+    kept = x[:, INDEX["flagged"]] == 0
+    for name, column in INDEX.items():
+        if name.startswith("variant=") or name in _NEW_CUES:
+            kept &= x[:, column] == 0
+    return kept
+
+
+#: What the rules know is not for the reader to fill (a table's heading row, a struck-out or
+#: tinted cell, an office-use area, a page of artwork): never kept, in any reading.
+VETO_FLAGS = (
+    "flag=header_row",
+    "flag=row_heading",
+    "flag=hatched",
+    "flag=shaded",
+    "flag=office_use",
+    "flag=button_flood",
+)
+
+
+def keep_thresholds(
+    x: np.ndarray, is_button: np.ndarray, thresholds: dict[str, float]
+) -> np.ndarray:
+    """Each candidate's keep threshold: by its kind, whether the rules keep it, and vetoes."""
+    x = np.asarray(x)
+    by_rules = rule_kept(x)
+    button = np.asarray(is_button, dtype=bool)
+    out = np.where(button, thresholds["button_new"], thresholds["text_new"])
+    out = np.where(button & by_rules, thresholds["button_rule"], out)
+    out = np.where(~button & by_rules, thresholds["text_rule"], out)
+    vetoed = np.zeros(len(x), dtype=bool)
+    for name in VETO_FLAGS:
+        vetoed |= x[:, INDEX[name]] == 1
+    return np.where(vetoed, np.inf, out)
+
+
+def choose(
+    boxes: np.ndarray,
+    is_button: np.ndarray,
+    scores: np.ndarray,
+    threshold: float | np.ndarray,
+) -> list[int]:
+    """Indexes of the candidates kept: the likeliest first, none on top of a likelier one.
+
+    ``threshold`` is one number or one per candidate.
+    """
+    floor = np.broadcast_to(np.asarray(threshold, dtype=np.float64), np.shape(scores))
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    kept: list[int] = []
+    for i in order:
+        if scores[i] < floor[i]:
+            continue
+        if kept and _collides(boxes[i], bool(is_button[i]), boxes[kept], is_button[kept]):
+            continue
+        kept.append(i)
+    return kept
+
+
+def _collides(box: np.ndarray, button: bool, others: np.ndarray, other_button: np.ndarray) -> bool:
+    ix = np.clip(np.minimum(others[:, 2], box[2]) - np.maximum(others[:, 0], box[0]), 0, None)
+    iy = np.clip(np.minimum(others[:, 3], box[3]) - np.maximum(others[:, 1], box[1]), 0, None)
+    inter = ix * iy
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    other_area = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
+    union = area + other_area - inter
+    if np.any(inter > IOU_MAX * np.maximum(union, 1e-9)):
+        return True
+    if button:
+        return False
+    smaller = np.minimum(area, other_area)
+    texts = ~other_button
+    return bool(np.any(texts & (inter > TEXT_SHARED_MAX * np.maximum(smaller, 1e-9))))

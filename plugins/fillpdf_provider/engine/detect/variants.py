@@ -1,0 +1,177 @@
+"""Other readings of the page's cues, for the learned scorer to choose from.
+
+The rules commit to one box per cue: a cell's bottom line, an underline 14 pt tall. Real
+forms differ (a field fills the whole cell, a tick box's widget is larger than its ink, a
+field is just the blank after "Name:" with no line at all), so the pool also holds the
+other plausible boxes, and the scorer keeps the likeliest of those that overlap.
+"""
+
+from __future__ import annotations
+
+from fillpdf_provider.engine.detect.fields import (
+    Candidate,
+    _CharIndex,
+    _gaps,
+    _SegmentIndex,
+)
+from fillpdf_provider.engine.detect.labels import _phrases_with_end
+from fillpdf_provider.engine.detect.page import Box, PageGeometry
+
+VARIANTS = (
+    "blank-after-label",
+    "blank-to-margin",
+    "cell-full",
+    "cell-line",
+    "after-mark",
+    "tall",
+    "short",
+    "ink",
+    "large",
+    "symbol-glyph",
+    "widest-gap",
+    "blank-tall",
+)
+MIN_BLANK = 24.0
+_SQUARE_CUES = ("square", "circle", "cell", "answer-cell")
+
+
+def with_variants(geo: PageGeometry, pool: list[Candidate]) -> list[Candidate]:
+    """The pool plus the other boxes its cues allow, and blanks that follow a label."""
+    chars = _CharIndex(geo.char_boxes)
+    extra: list[Candidate] = []
+    for cand in pool:
+        extra.extend(_alternatives(cand, chars))
+    extra.extend(_blanks_after_labels(geo, chars))
+    extra.extend(_symbol_marks(geo))
+    extra.extend(_dot_leaders(geo))
+    return pool + extra
+
+
+def _dot_leaders(geo: PageGeometry) -> list[Candidate]:
+    """A run of dots is a blank to write on, as a run of underscores is (or a leader to one)."""
+    found = []
+    for (x0, _top, x1, bottom), size in geo.dot_runs:
+        if x1 - x0 < 14.0:
+            continue
+        height = max(12.0, 1.5 * size)
+        found.append(Candidate("text", (x0, bottom - height, x1, bottom + 1.0), "dots", 0.5))
+    return found
+
+
+def _symbol_marks(geo: PageGeometry) -> list[Candidate]:
+    """A symbol-font character of tick-box size may be a printed box (Webdings "c", ...)."""
+    found = []
+    for x0, top, x1, bottom in geo.symbol_marks:
+        width, height = x1 - x0, bottom - top
+        if not (4.0 <= width <= 20.0 and 4.0 <= height <= 20.0):
+            continue
+        # A glyph's advance is wider than the box it draws: squares of its height as well.
+        cy = (top + bottom) / 2
+        for box in (
+            (x0, top, x1, bottom),
+            (x0, top, x0 + height, bottom),
+            (x0 + 0.1 * height, cy - 0.4 * height, x0 + 0.9 * height, cy + 0.4 * height),
+        ):
+            cand = Candidate("checkbox", box, "square", 0.5, variant="symbol-glyph")
+            cand.flags.add("symbol_glyph")
+            found.append(cand)
+    return found
+
+
+def _variant(cand: Candidate, box: Box, name: str, **changes: object) -> Candidate:
+    made = Candidate(
+        cand.kind,
+        box,
+        cand.cue,
+        cand.confidence,
+        multiline=cand.multiline,
+        max_length=cand.max_length,
+        region=cand.region,
+        flags=set(cand.flags),
+        variant=name,
+    )
+    for key, value in changes.items():
+        setattr(made, key, value)
+    return made
+
+
+def _alternatives(cand: Candidate, chars: _CharIndex) -> list[Candidate]:
+    x0, top, x1, bottom = cand.box
+    found: list[Candidate] = []
+    if cand.kind in ("checkbox", "radio") and cand.cue in _SQUARE_CUES:
+        side = max(x1 - x0, bottom - top)
+        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+        for name, factor in (("ink", 1 / 1.2), ("large", 1.5)):
+            half = side * factor / 2
+            found.append(_variant(cand, (cx - half, cy - half, cx + half, cy + half), name))
+        return found
+    if cand.kind != "text":
+        return found
+    region = cand.region
+    if region is not None:
+        rx0, rtop, rx1, rbottom = region
+        if (x0, top, x1, bottom) != region:
+            found.append(_variant(cand, region, "cell-full"))
+        if rbottom - rtop > 22:
+            found.append(_variant(cand, (rx0, rbottom - 18.0, rx1, rbottom), "cell-line"))
+        inside = chars.inside(region, 0.8)
+        if inside:
+            # A mark at the left (a bullet, a line number, a "$"): the rest of the cell.
+            lefts = [c for c in inside if c[2] <= rx0 + 0.35 * (rx1 - rx0)]
+            if lefts and len(lefts) <= 6:
+                start = max(c[2] for c in lefts) + 1.0
+                if rx1 - start >= 14:
+                    found.append(_variant(cand, (start, rtop, rx1, rbottom), "after-mark"))
+            # A label beside the field: the widest stretch the print leaves, full height.
+            gap = max(_gaps(inside, rx0, rx1), key=lambda g: g[1] - g[0])
+            if gap[1] - gap[0] >= 14 and (gap[0], gap[1]) != (x0, x1):
+                found.append(_variant(cand, (gap[0], rtop, gap[1], rbottom), "widest-gap"))
+    if cand.cue in ("underline", "underscores", "underline-after-mark", "cell-below-label"):
+        found.append(_variant(cand, (x0, bottom - 20.0, x1, bottom), "tall"))
+        found.append(_variant(cand, (x0, bottom - 10.0, x1, bottom), "short"))
+    return found
+
+
+def _blanks_after_labels(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
+    """The blank after a phrase on its line, up to the next phrase, a rule or the margin."""
+    if not geo.lines:
+        return []
+    margin = max(line.x1 for line in geo.lines)
+    vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 6])
+    found: list[Candidate] = []
+    for line in geo.lines:
+        phrases = _phrases_with_end(line)
+        size = max(w.size for w in line.words)
+        height = max(10.0, 1.5 * size)
+        bottom = line.bottom + 1.0
+        top = bottom - height
+        for i, (_start, _text, end) in enumerate(phrases):
+            begin = end + 2.0
+            ends: list[tuple[float, str]] = []
+            if i + 1 < len(phrases):
+                ends.append((phrases[i + 1][0] - 3.0, "blank-after-label"))
+            else:
+                ends.append((margin, "blank-to-margin"))
+            wall = _first_wall(vertical, begin, top, bottom)
+            if wall is not None and wall < ends[0][0]:
+                ends = [(wall - 1.0, "blank-after-label")]
+            for stop, name in ends:
+                inside = [c[0] for c in chars.inside((begin, top, stop, bottom), 0.5)]
+                if inside:
+                    stop = min(inside) - 2.0  # print further on the line ends the blank
+                if stop - begin < MIN_BLANK:
+                    continue
+                found.append(
+                    Candidate("text", (begin, top, stop, bottom), "blank", 0.5, variant=name)
+                )
+                tall = (begin, bottom - 2.2 * size, stop, bottom + 2.0)
+                found.append(Candidate("text", tall, "blank", 0.5, variant="blank-tall"))
+    return found
+
+
+def _first_wall(vertical: _SegmentIndex, x: float, top: float, bottom: float) -> float | None:
+    """The nearest vertical rule right of ``x`` that crosses the band ``top..bottom``."""
+    for seg in vertical.between(x + 1.0, x + 2000.0):
+        if seg.a <= bottom - 2 and seg.b >= top + 2:
+            return seg.at
+    return None
