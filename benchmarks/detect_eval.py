@@ -349,7 +349,9 @@ def flat_copy(source: bytes, cache_dir: Path | None) -> bytes:
     return flat
 
 
-INK_LEVEL = 200  # a grey darker than this is print a person can see
+# Any grey darker than this is print a person can see: the light-grey (~0.88) boxes of many
+# tax forms included; antialiasing of a line outside the margin stays above it.
+INK_LEVEL = 240
 INK_SCALE = 2.0
 INK_MIN_PIXELS = 4
 INK_MARGIN = 3.0  # pt around the widget: a box drawn just outside a smaller widget counts
@@ -1115,7 +1117,8 @@ def overall(summaries: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[s
             total = total + Score.from_dict(row)
         median = _median(row["s_per_page"] for row in rows)
         labelled = sum(row["labelled"] for row in rows)
-        per_form = [row["f1"] for row in rows if row["f1"] is not None]
+        # a form whose every widget lies over blank paper has nothing to find: not averaged
+        per_form = [row["f1"] for row in rows if row["n_gt"] and row["f1"] is not None]
         result["modes"][mode] = {
             **total.to_dict(),
             "mean_form_f1": statistics.fmean(per_form) if per_form else None,

@@ -525,7 +525,7 @@ def _assert_bounded(pdf: bytes, mode: str) -> None:
     """The scorer's work on the page is capped, and the conversion ends."""
     for _, geo, _ in page_geometries(pdf, mode, None):
         pool = page_pool(geo, complete=mode == "fields")
-        assert pool is None or len(pool[0]) <= MAX_POOL
+        assert pool is None or len(pool.candidates) <= MAX_POOL
     started = time.perf_counter()
     result = convert(pdf, detect=mode)
     seconds = time.perf_counter() - started

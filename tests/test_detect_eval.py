@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,7 @@ from formkit import Spec, build_form, sample_form
 from pypdf import PdfReader
 from pypdf.generic import NumberObject
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.detect_eval import (  # noqa: E402
+from benchmarks.detect_eval import (
     Match,
     Score,
     StandIn,
@@ -45,7 +40,7 @@ from benchmarks.detect_eval import (  # noqa: E402
     overall,
     score,
 )
-from fillpdf_provider.engine.schema import Field  # noqa: E402
+from fillpdf_provider.engine.schema import Field
 
 FF_PUSHBUTTON = 1 << 16
 F_NOVIEW = 1 << 5
@@ -393,10 +388,14 @@ def test_inked_tells_drawn_boxes_from_blank_paper() -> None:
     page = FlatPage()
     page.box((100, 600, 112, 612))
     page.box((300, 600, 312, 612))
+    page.raw("q 0.88 G 400 600 12 12 re S Q")  # the light grey of many tax forms' boxes
+    page.line(500, 590, 560, 590)  # a line 5 pt under the last widget: outside its margin
     flat = one_page(page)
     widgets = [
         WidgetBox(0, (100, 600, 112, 612), "checkbox"),  # its own drawn box
         WidgetBox(0, (302, 602, 310, 610), "checkbox"),  # inside a larger drawn box
         WidgetBox(0, (200, 600, 212, 612), "checkbox"),  # nothing drawn there
+        WidgetBox(0, (400, 600, 412, 612), "checkbox"),  # drawn in light grey
+        WidgetBox(0, (500, 595, 560, 610), "text"),  # a dark line just beyond the margin
     ]
-    assert inked(flat, widgets) == [True, True, False]
+    assert inked(flat, widgets) == [True, True, False, True, False]

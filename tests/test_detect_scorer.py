@@ -18,20 +18,16 @@ import numpy as np
 import pytest
 from flatkit import FlatPage, one_page, text_width
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.train_detector import (  # noqa: E402
+from benchmarks.train_detector import (
     calibration_table,
     fit_matrix,
     reliability,
     to_dict,
 )
-from fillpdf_provider.engine.convert import convert  # noqa: E402
-from fillpdf_provider.engine.detect import page_geometries, page_pool  # noqa: E402
-from fillpdf_provider.engine.detect.features import FEATURES, INDEX  # noqa: E402
-from fillpdf_provider.engine.detect.scorer import (  # noqa: E402
+from fillpdf_provider.engine.convert import convert
+from fillpdf_provider.engine.detect import page_geometries, page_pool
+from fillpdf_provider.engine.detect.features import FEATURES, INDEX
+from fillpdf_provider.engine.detect.scorer import (
     IOU_MAX,
     MODEL_FILE,
     TEXT_SHARED_MAX,
@@ -42,9 +38,11 @@ from fillpdf_provider.engine.detect.scorer import (  # noqa: E402
     rule_kept,
     shipped_model,
 )
-from fillpdf_provider.engine.errors import FillPdfError  # noqa: E402
+from fillpdf_provider.engine.errors import FillPdfError
 
 pytest.importorskip("sklearn", reason="the test extra installs scikit-learn")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _data(seed: int = 0, rows: int = 600) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +199,7 @@ def test_the_pool_reads_the_blank_after_a_label() -> None:
     ((_, geo, to_pdf),) = list(page_geometries(pdf, "fields", None))
     pool = page_pool(geo, complete=True)
     assert pool is not None
-    candidates, features, labels, _ = pool
+    candidates, features, labels = pool.candidates, pool.features, pool.labels
     assert features.shape == (len(candidates), len(FEATURES))
     blanks = [
         (to_pdf(c.box), label)

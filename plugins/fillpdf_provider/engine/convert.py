@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from fillpdf_provider.engine.acroform_writer import write_acroform
 from fillpdf_provider.engine.content_limits import check_content_sizes
 from fillpdf_provider.engine.detect import MODES, detect_fields
+from fillpdf_provider.engine.detect.scorer import Model
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.rebuild import SchemaInput, check_placement, parse_schema
@@ -66,6 +67,7 @@ def convert(
     max_pages: int = MAX_PAGES,
     schema: SchemaInput | None = None,
     min_confidence: float = 0.0,
+    model: Model | str | None = "shipped",
 ) -> ConversionResult:
     """Detect the fields of a flat ``pdf`` and return it fillable, with its schema.
 
@@ -75,6 +77,9 @@ def convert(
     With ``schema`` (the ``schema`` list a conversion returned, that whole result, a list of
     ``Field``, or any of them as JSON text) detection is skipped and the form is written
     exactly as the schema says; a bad entry raises ``SchemaError`` and nothing is written.
+
+    ``model`` is the field scorer (``detect_fields``): the shipped one, or another, such as
+    a model trained without the forms it is evaluated on.
     """
     if detect not in MODES:
         raise FillPdfError(
@@ -105,7 +110,7 @@ def convert(
     else:
         with reading_pdf():
             check_content_sizes(opened.reader)
-            detected = detect_fields(base, detect, min_confidence=min_confidence)
+            detected = detect_fields(base, detect, model=model, min_confidence=min_confidence)
     output = write_acroform(base, detected) if detected else base
     entries = _schema(output, detected)
     ms = round((time.perf_counter() - started) * 1000)

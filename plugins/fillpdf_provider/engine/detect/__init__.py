@@ -12,14 +12,15 @@ rules alone decide.
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from fillpdf_provider.engine.detect.features import page_features
 from fillpdf_provider.engine.detect.fields import (
     MAX_FIELDS_PER_PAGE,
+    NOT_FOR_YOU,
     Candidate,
     find_candidates,
     typed,
@@ -27,15 +28,10 @@ from fillpdf_provider.engine.detect.fields import (
 from fillpdf_provider.engine.detect.labels import LabelIndex, snake, unique_names
 from fillpdf_provider.engine.detect.model import Detected, Rect
 from fillpdf_provider.engine.detect.page import Box, PageGeometry, read_page
-from fillpdf_provider.engine.detect.scorer import VETO_FLAGS, Model, choose, shipped_model
+from fillpdf_provider.engine.detect.scorer import Model, choose, shipped_model
 from fillpdf_provider.engine.detect.variants import with_variants
 
 MODES = ("fields", "fields_fast")
-_NOT_FOR_YOU = re.compile(
-    r"\b(?:(?:office|official|revenue|agency|department|staff|internal)\s+use|"
-    r"do\s+not\s+(?:write|mark|use|fill))\b",
-    re.I,
-)
 
 
 def detect_fields(
@@ -59,8 +55,8 @@ def detect_fields(
         scorer = shipped_model() if mode == "fields" else None
     assert scorer is None or isinstance(scorer, Model)
     found: list[Detected] = []
+    complete = mode == "fields"
     for index, geo, to_pdf in page_geometries(pdf, mode, max_pages):
-        complete = mode == "fields"
         if scorer is None:
             fields = _page_fields(index, geo, to_pdf, complete=complete)
         else:
@@ -75,9 +71,18 @@ def detect_fields(
 MAX_POOL = 4000
 
 
-def page_pool(
-    geo: PageGeometry, *, complete: bool
-) -> tuple[list[Candidate], np.ndarray, list[str | None], LabelIndex] | None:
+@dataclass
+class Pool:
+    """A page's candidates, as the scorer reads them."""
+
+    candidates: list[Candidate]
+    features: np.ndarray  # one row of ``features.FEATURES`` per candidate
+    labels: list[str | None]  # each candidate's label
+    label_index: LabelIndex
+    vetoed: np.ndarray  # never kept, whatever the score (see ``vetoed``)
+
+
+def page_pool(geo: PageGeometry, *, complete: bool) -> Pool | None:
     """Every candidate of a page with its flags, its features and its label.
 
     None for a page with more than ``MAX_POOL`` candidates.
@@ -89,9 +94,9 @@ def page_pool(
     if len(candidates) > MAX_POOL:
         return None
     _flag_office_use(candidates, geo)
-    labels = LabelIndex(geo.lines)
-    features, found_labels = page_features(geo, candidates, labels)
-    return candidates, features, found_labels, labels
+    label_index = LabelIndex(geo.lines)
+    features, labels = page_features(geo, candidates, label_index)
+    return Pool(candidates, features, labels, label_index, vetoed(candidates))
 
 
 def _scored_page_fields(
@@ -100,20 +105,20 @@ def _scored_page_fields(
     pool = page_pool(geo, complete=complete)
     if pool is None:
         return _page_fields(index, geo, to_pdf, complete=complete)
-    candidates, features, found_labels, labels = pool
+    candidates = pool.candidates
     if not candidates:
         return []
-    probability = scorer.probability(features)
+    probability = scorer.probability(pool.features)
     confidence = scorer.calibrated(probability)
     boxes = np.array([c.box for c in candidates], dtype=np.float64)
     buttons = np.array([c.kind in ("checkbox", "radio") for c in candidates])
-    floor = scorer.keep_thresholds(features, buttons)
-    floor[_in_vetoed_cells(candidates)] = np.inf
+    floor = scorer.keep_thresholds(pool.features, buttons)
+    floor[pool.vetoed] = np.inf
     kept = choose(boxes, buttons, probability, floor)
     if len(kept) > MAX_FIELDS_PER_PAGE:
         kept = kept[:MAX_FIELDS_PER_PAGE]
-    chosen = [(candidates[i], found_labels[i], float(confidence[i])) for i in sorted(kept)]
-    return _fields_of(index, chosen, labels, to_pdf)
+    chosen = [(candidates[i], pool.labels[i], float(confidence[i])) for i in sorted(kept)]
+    return _fields_of(index, chosen, pool.label_index, to_pdf)
 
 
 def page_geometries(
@@ -185,7 +190,7 @@ def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> li
     chosen = []
     for cand in candidates:
         label = labels.label_for(cand)
-        if cand.kind != "radio" and label and _NOT_FOR_YOU.search(label):
+        if cand.kind != "radio" and label and NOT_FOR_YOU.search(label):
             continue  # "For office use only", "Do not write in this area"
         chosen.append((cand, label, _confidence(cand, label)))
     return _fields_of(index, chosen, labels, to_pdf)
@@ -224,15 +229,18 @@ def _fields_of(
     return fields
 
 
-_VETOES = frozenset(flag.removeprefix("flag=") for flag in VETO_FLAGS)
+#: What the rules know is not for the reader to fill: a table's heading row, a struck-out or
+#: tinted cell, an office-use area, a page of artwork.
+VETOES = frozenset({"header_row", "row_heading", "hatched", "shaded", "office_use", "button_flood"})
 
 
-def _in_vetoed_cells(candidates: list[Candidate]) -> np.ndarray:
-    """Whatever sits in a cell the rules set aside (a heading cell, read whole or as the
-    blank after its label) goes with it."""
-    cells = [c.region for c in candidates if c.region is not None and c.flags & _VETOES]
+def vetoed(candidates: list[Candidate]) -> np.ndarray:
+    """The candidates never kept: those a veto flags, and whatever sits in a cell a veto
+    flags (a heading cell read whole, or as the blank after its label)."""
+    flagged = np.array([bool(c.flags & VETOES) for c in candidates], dtype=bool)
+    cells = [c.region for c, f in zip(candidates, flagged, strict=True) if f and c.region]
     if not cells:
-        return np.zeros(len(candidates), dtype=bool)
+        return flagged
     regions = np.array(cells, dtype=np.float64)
     boxes = np.array([c.box for c in candidates], dtype=np.float64)
     cx = ((boxes[:, 0] + boxes[:, 2]) / 2)[:, None]
@@ -243,7 +251,7 @@ def _in_vetoed_cells(candidates: list[Candidate]) -> np.ndarray:
         & (regions[None, :, 1] <= cy)
         & (cy <= regions[None, :, 3])
     )
-    return inside.any(axis=1)
+    return flagged | inside.any(axis=1)
 
 
 def _flag_office_use(candidates: list[Candidate], geo: PageGeometry) -> None:
@@ -256,7 +264,7 @@ def _flag_office_use(candidates: list[Candidate], geo: PageGeometry) -> None:
 
 def _outside_office_use(candidates: list[Candidate], geo: PageGeometry) -> list[Candidate]:
     """Drop what sits in the strip under an "office use only" heading: the office fills it."""
-    bands = [_office_band(line, geo) for line in geo.lines if _NOT_FOR_YOU.search(line.text)]
+    bands = [_office_band(line, geo) for line in geo.lines if NOT_FOR_YOU.search(line.text)]
     if not bands:
         return candidates
     kept = []

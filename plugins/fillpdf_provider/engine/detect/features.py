@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from fillpdf_provider.engine.detect.fields import Candidate, _CharIndex
+from fillpdf_provider.engine.detect.fields import NOT_FOR_YOU, Candidate, _CharIndex
 from fillpdf_provider.engine.detect.labels import LabelIndex
 from fillpdf_provider.engine.detect.page import PageGeometry
 from fillpdf_provider.engine.detect.variants import VARIANTS
@@ -52,11 +52,6 @@ PLACES = ("right", "left", "inside", "above", "far-left", "below")
 _DATE = re.compile(r"\b(date|dob|birth|mm\s*/\s*dd|dd\s*/\s*mm|yyyy|datum)\b", re.I)
 _SIGNATURE = re.compile(r"\b(signature|sign here|signed|unterschrift)\b", re.I)
 _MONEY = re.compile(r"(\$|amount|total|income|tax|\btotal\b|€)", re.I)
-_NOT_FOR_YOU = re.compile(
-    r"\b(?:(?:office|official|revenue|agency|department|staff|internal)\s+use|"
-    r"do\s+not\s+(?:write|mark|use|fill))\b",
-    re.I,
-)
 
 FEATURES: tuple[str, ...] = (
     *(f"kind={k}" for k in KINDS),
@@ -161,7 +156,7 @@ def page_features(
             row[INDEX["label_date"]] = 1 if _DATE.search(label) else 0
             row[INDEX["label_signature"]] = 1 if _SIGNATURE.search(label) else 0
             row[INDEX["label_money"]] = 1 if _MONEY.search(label) else 0
-            row[INDEX["label_not_for_you"]] = 1 if _NOT_FOR_YOU.search(label) else 0
+            row[INDEX["label_not_for_you"]] = 1 if NOT_FOR_YOU.search(label) else 0
     x[:, INDEX["width"]] = width
     x[:, INDEX["height"]] = height
     x[:, INDEX["aspect"]] = width / height
@@ -188,7 +183,6 @@ def _neighbour_features(
     """Repetition and overlap among the page's candidates, in blocks to bound memory."""
     n = len(boxes)
     is_button = np.array([c.kind in ("checkbox", "radio") for c in candidates])
-    (boxes[:, 0] + boxes[:, 2]) / 2
     cy = (boxes[:, 1] + boxes[:, 3]) / 2
     area = width * height
     step = 512

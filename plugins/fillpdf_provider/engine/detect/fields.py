@@ -25,6 +25,12 @@ SINGLE_LINE_MAX = 36.0  # cells taller than this are multiline fields ...
 MULTILINE_MIN_WIDTH = 120.0  # ... unless narrow: an amount column's cell holds one line
 _DATE_LABEL = re.compile(r"\b(date|dob|birth|mm\s*/\s*dd|dd\s*/\s*mm|yyyy)\b", re.I)
 _SIGNATURE_LABEL = re.compile(r"\b(signature|sign here|signed)\b", re.I)
+#: Text that keeps the reader out: "For office use only", "Do not write in this area".
+NOT_FOR_YOU = re.compile(
+    r"\b(?:(?:office|official|revenue|agency|department|staff|internal)\s+use|"
+    r"do\s+not\s+(?:write|mark|use|fill))\b",
+    re.I,
+)
 
 
 @dataclass

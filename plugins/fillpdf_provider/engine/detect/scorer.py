@@ -33,14 +33,17 @@ IOU_MAX = 0.4
 
 @dataclass(frozen=True)
 class Model:
-    """Trees flattened into arrays: node ``i`` of tree ``t`` is at ``offsets[t] + i``."""
+    """Trees flattened into arrays, every tree's nodes after the one before.
+
+    A leaf is its own child both ways, so a row that reaches a leaf early stays there while
+    the others go on down: one gather per level, no test for leaves.
+    """
 
     features: tuple[str, ...]
-    feature: np.ndarray  # int32, -1 at leaves
+    feature: np.ndarray  # int32, the column a node tests (0 at leaves)
     threshold: np.ndarray  # float64
-    left: np.ndarray  # int32, absolute node index
-    right: np.ndarray
-    value: np.ndarray  # float64, leaf output
+    children: np.ndarray  # int32: node i's left child at 2i, its right child at 2i + 1
+    value: np.ndarray  # float64, leaf output (0 elsewhere)
     roots: np.ndarray  # int32, each tree's root node
     depth: int
     learning_rate: float
@@ -56,11 +59,8 @@ class Model:
         rows = np.arange(len(x))[:, None]
         node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
         for _ in range(self.depth):
-            feature = self.feature[node]
-            leaf = feature < 0
-            values = x[rows, np.where(leaf, 0, feature)]
-            go_left = values <= self.threshold[node]
-            node = np.where(leaf, node, np.where(go_left, self.left[node], self.right[node]))
+            go_right = ~(x[rows, self.feature[node]] <= self.threshold[node])
+            node = self.children[2 * node + go_right]
         raw = self.learning_rate * self.value[node].sum(axis=1)
         if self.output == "identity":
             return np.clip(raw, 0.0, 1.0)
@@ -93,9 +93,15 @@ def model_from_dict(data: dict) -> Model:
         roots.append(base)
         feature.extend(tree["feature"])
         threshold.extend(tree["threshold"])
-        left.extend(base + i if i >= 0 else -1 for i in tree["left"])
-        right.extend(base + i if i >= 0 else -1 for i in tree["right"])
+        left.extend(tree["left"])
+        right.extend(tree["right"])
         value.extend(tree["value"])
+        for at in range(base, len(feature)):
+            if feature[at] < 0:  # a leaf: its own child
+                feature[at], left[at], right[at] = 0, at, at
+            else:
+                left[at] += base
+                right[at] += base
     names = tuple(data["features"])
     if names != FEATURES:
         raise ValueError(
@@ -106,8 +112,7 @@ def model_from_dict(data: dict) -> Model:
         features=names,
         feature=np.array(feature, dtype=np.int32),
         threshold=np.array(threshold, dtype=np.float64),
-        left=np.array(left, dtype=np.int32),
-        right=np.array(right, dtype=np.int32),
+        children=np.column_stack([left, right]).astype(np.int32).ravel(),
         value=np.array(value, dtype=np.float64),
         roots=np.array(roots, dtype=np.int32),
         depth=int(data["max_depth"]),
@@ -138,32 +143,15 @@ def rule_kept(x: np.ndarray) -> np.ndarray:
     return kept
 
 
-#: What the rules know is not for the reader to fill (a table's heading row, a struck-out or
-#: tinted cell, an office-use area, a page of artwork): never kept, in any reading.
-VETO_FLAGS = (
-    "flag=header_row",
-    "flag=row_heading",
-    "flag=hatched",
-    "flag=shaded",
-    "flag=office_use",
-    "flag=button_flood",
-)
-
-
 def keep_thresholds(
     x: np.ndarray, is_button: np.ndarray, thresholds: dict[str, float]
 ) -> np.ndarray:
-    """Each candidate's keep threshold: by its kind, whether the rules keep it, and vetoes."""
-    x = np.asarray(x)
+    """Each candidate's keep threshold, by its kind and whether the rules keep it."""
     by_rules = rule_kept(x)
     button = np.asarray(is_button, dtype=bool)
     out = np.where(button, thresholds["button_new"], thresholds["text_new"])
     out = np.where(button & by_rules, thresholds["button_rule"], out)
-    out = np.where(~button & by_rules, thresholds["text_rule"], out)
-    vetoed = np.zeros(len(x), dtype=bool)
-    for name in VETO_FLAGS:
-        vetoed |= x[:, INDEX[name]] == 1
-    return np.where(vetoed, np.inf, out)
+    return np.where(~button & by_rules, thresholds["text_rule"], out)
 
 
 def choose(

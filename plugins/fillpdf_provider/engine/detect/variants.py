@@ -8,6 +8,8 @@ other plausible boxes, and the scorer keeps the likeliest of those that overlap.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fillpdf_provider.engine.detect.fields import (
     Candidate,
     _CharIndex,
@@ -78,21 +80,8 @@ def _symbol_marks(geo: PageGeometry) -> list[Candidate]:
     return found
 
 
-def _variant(cand: Candidate, box: Box, name: str, **changes: object) -> Candidate:
-    made = Candidate(
-        cand.kind,
-        box,
-        cand.cue,
-        cand.confidence,
-        multiline=cand.multiline,
-        max_length=cand.max_length,
-        region=cand.region,
-        flags=set(cand.flags),
-        variant=name,
-    )
-    for key, value in changes.items():
-        setattr(made, key, value)
-    return made
+def _variant(cand: Candidate, box: Box, name: str) -> Candidate:
+    return replace(cand, box=box, flags=set(cand.flags), variant=name)
 
 
 def _alternatives(cand: Candidate, chars: _CharIndex) -> list[Candidate]:
@@ -138,6 +127,9 @@ def _blanks_after_labels(geo: PageGeometry, chars: _CharIndex) -> list[Candidate
         return []
     margin = max(line.x1 for line in geo.lines)
     vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 6])
+    shapes = sorted(
+        [*geo.squares, *geo.circles, *(box for box, _ in geo.glyph_boxes), *geo.symbol_marks]
+    )
     found: list[Candidate] = []
     for line in geo.lines:
         phrases = _phrases_with_end(line)
@@ -155,6 +147,10 @@ def _blanks_after_labels(geo: PageGeometry, chars: _CharIndex) -> list[Candidate
             wall = _first_wall(vertical, begin, top, bottom)
             if wall is not None and wall < ends[0][0]:
                 ends = [(wall - 1.0, "blank-after-label")]
+            shape = _first_shape(shapes, begin, top, bottom)
+            if shape is not None and shape - 2.0 < ends[0][0]:
+                # the next option's tick box: a row of choices has no blank between them
+                ends = [(shape - 2.0, "blank-after-label")]
             for stop, name in ends:
                 inside = [c[0] for c in chars.inside((begin, top, stop, bottom), 0.5)]
                 if inside:
@@ -167,6 +163,14 @@ def _blanks_after_labels(geo: PageGeometry, chars: _CharIndex) -> list[Candidate
                 tall = (begin, bottom - 2.2 * size, stop, bottom + 2.0)
                 found.append(Candidate("text", tall, "blank", 0.5, variant="blank-tall"))
     return found
+
+
+def _first_shape(shapes: list[Box], x: float, top: float, bottom: float) -> float | None:
+    """The left edge of the nearest tick box or circle right of ``x`` on the band."""
+    for x0, s_top, _x1, s_bottom in shapes:
+        if x0 >= x - 1.0 and s_top <= bottom - 2 and s_bottom >= top + 2:
+            return x0
+    return None
 
 
 def _first_wall(vertical: _SegmentIndex, x: float, top: float, bottom: float) -> float | None:
