@@ -12,7 +12,7 @@ DEMO_ENV := AIRFLOW_HOME=$(DEMO_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags)
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
-.PHONY: demo test lint bench install clean train-detector
+.PHONY: demo test test-quick lint bench install clean train-detector
 
 install: $(STAMP)
 
@@ -41,6 +41,10 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q
+
+# The quick loop: everything but the system tests that start a whole Celery stack.
+test-quick: $(STAMP) lint
+	$(PY) -m pytest -q -m "not system"
 
 # The field scorer: rebuilt from ../shared/corpus/train with a fixed seed (the same model,
 # byte for byte), cross-validated by form; figures in benchmarks/results/detector_cv.txt.

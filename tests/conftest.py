@@ -93,3 +93,20 @@ def dagbag(airflow_db: None):
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     assert not bag.import_errors, bag.import_errors
     return bag
+
+
+@pytest.fixture
+def dag_params_restored(dagbag):
+    """dag.test() leaves a run's conf in the Param objects a DAG's tasks share with it (so a
+    later run without that key would see it); put every DAG's defaults back after a test."""
+    params = [
+        param
+        for dag in dagbag.dags.values()
+        for holder in (dag, *dag.tasks)
+        for param in holder.params.values()
+        if hasattr(param, "value")
+    ]
+    saved = [(param, param.value) for param in params]
+    yield
+    for param, value in saved:
+        param.value = value

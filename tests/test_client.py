@@ -231,7 +231,9 @@ def test_rate_limited_without_retries_says_when_to_come_back(server: Server) -> 
     assert 0 < (error.retry_at.timestamp() - time.time()) <= 61
 
 
-def test_a_429_is_waited_out_until_the_window_resets(server: Server) -> None:
+def test_a_429_is_waited_out_until_the_window_resets(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
     key = server.create_key("developer")
     # Put the server 3 s before the end of a minute, so the wait is short but real.
     offset = 57 - (time.time() % 60)
@@ -243,6 +245,10 @@ def test_a_429_is_waited_out_until_the_window_resets(server: Server) -> None:
         waited = time.monotonic() - started
     assert account.plan == "developer"
     assert 1.0 <= waited <= 8.0, waited
+    # the wait is logged with its reason and length
+    (line,) = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert "GET /v1/account: rate limited (429)" in line
+    assert float(line.split("retrying in ")[1].split(" s")[0]) >= 1.0
 
 
 def test_a_convert_retried_after_a_dropped_connection_bills_once(server: Server) -> None:

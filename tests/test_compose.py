@@ -21,18 +21,20 @@ LONG_RUNNING = [
     "airflow-scheduler",
     "airflow-dag-processor",
     "airflow-triggerer",
-    "airflow-worker",
+    "airflow-worker-1",
+    "airflow-worker-2",
+    "s3",
 ]
 
 
 def test_the_stack_has_every_service() -> None:
-    assert set(LONG_RUNNING) | {"airflow-init", "fillpdf-init"} == set(SERVICES)
+    assert set(LONG_RUNNING) | {"airflow-init", "fillpdf-init", "s3-init"} == set(SERVICES)
     common = SERVICES["airflow-scheduler"]["environment"]
     assert common["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
     assert common["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://redis:6379")
     assert "@postgres:5432/airflow" in common["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
     commands = {name: service.get("command") for name, service in SERVICES.items()}
-    assert commands["airflow-worker"] == "celery worker"
+    assert commands["airflow-worker-1"] == commands["airflow-worker-2"] == "celery worker"
     assert commands["airflow-triggerer"] == "triggerer"
     assert commands["airflow-dag-processor"] == "dag-processor"
 
@@ -54,7 +56,7 @@ def test_long_running_services_have_health_checks(name: str) -> None:
 
 
 def test_airflow_talks_to_the_fillpdf_service_on_its_own_database() -> None:
-    conn = json.loads(SERVICES["airflow-worker"]["environment"]["AIRFLOW_CONN_FILLPDF_DEFAULT"])
+    conn = json.loads(SERVICES["airflow-worker-1"]["environment"]["AIRFLOW_CONN_FILLPDF_DEFAULT"])
     assert conn["conn_type"] == "fillpdf" and conn["host"] == "http://fillpdf:8000"
     assert conn["password"] == "${FILLPDF_API_KEY}"
     assert "--port=8000" in SERVICES["fillpdf"]["command"]
@@ -94,15 +96,31 @@ def test_every_mounted_path_exists() -> None:
             source = volume.split(":", 1)[0]
             if source.startswith((".", "/")):
                 mounts.append(source)
-    assert {"./dags", "./plugins", "./include"} <= set(mounts)
+    assert {"./dags", "./include"} <= set(mounts)
+    # the provider is installed in the image; plugins/ as Airflow's plugins folder would put
+    # quality/operator.py etc. beside the standard library's modules
+    assert "./plugins" not in mounts
     for source in mounts:
         assert (ROOT / source).exists(), source
+
+
+def test_every_airflow_process_shares_the_keys_and_writes_to_the_s3_store() -> None:
+    env = SERVICES["airflow-worker-2"]["environment"]
+    for name in ("AIRFLOW__CORE__FERNET_KEY", "AIRFLOW__API__SECRET_KEY",
+                 "AIRFLOW__API_AUTH__JWT_SECRET"):  # fmt: skip
+        for service in ("airflow-apiserver", "airflow-scheduler", "airflow-worker-1"):
+            assert SERVICES[service]["environment"][name] == env[name]
+        assert env[name].startswith("${")
+    aws = json.loads(env["AIRFLOW_CONN_AWS_DEFAULT"])
+    assert aws["extra"]["endpoint_url"] == "http://s3:5000"
+    assert env["FILLPDF_MAIL_MERGE_OUTPUT"].startswith("s3://fillpdf/")
+    assert "Bucket=\"fillpdf\"" in " ".join(SERVICES["s3-init"]["command"])
 
 
 def test_the_image_installs_this_repository() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "COPY" in dockerfile and "plugins" in dockerfile
-    assert re.search(r"pip install .*?/opt/fillpdf", dockerfile)
+    assert re.search(r"pip install .*?/opt/fillpdf\[s3,celery\]", dockerfile)
     version = re.search(r'apache-airflow==(\S+)"', dockerfile)
     import airflow
 

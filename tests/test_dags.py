@@ -15,6 +15,8 @@ import pytest
 from pypdf import PdfReader
 from servicekit import Server, start_server
 
+pytestmark = pytest.mark.usefixtures("dag_params_restored")
+
 INCLUDE = Path(__file__).resolve().parents[1] / "include"
 SAMPLE_ROWS = INCLUDE / "sample_rows.csv"
 
@@ -63,7 +65,7 @@ def test_mail_merge_dag(dagbag, mode: str, tmp_path: Path) -> None:
         data = (out / record["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == record["sha256"]
         assert len(data) == record["bytes"] and record["pages"] == 1
-        assert record["path"].startswith(f"{record['row']}-")
+        assert record["path"] == f"{record['row']}.pdf"  # the default works for any table
         fields = PdfReader(io.BytesIO(data)).get_fields() or {}
         assert fields["full_name"]["/V"] == row["full_name"]
         assert fields["email"]["/V"] == row["email"]
@@ -109,8 +111,10 @@ def bad_rows_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_bad_rows_are_reported_per_row_and_the_rest_complete(
-    dagbag, mode: str, tmp_path: Path
+@pytest.mark.parametrize(("limit", "state"), [(0, "failed"), (2, "failed"), (3, "success"),
+                                             (0.5, "success"), (0.4, "failed")])
+def test_bad_rows_fail_the_run_past_max_failed_rows_and_the_rest_complete(
+    dagbag, mode: str, tmp_path: Path, limit: float, state: str
 ) -> None:
     out = tmp_path / "out"
     conf = {
@@ -118,10 +122,15 @@ def test_bad_rows_are_reported_per_row_and_the_rest_complete(
         "rows": str(bad_rows_file(tmp_path)),
         "chunks": 2,
         "check_input": False,
+        "max_failed_rows": limit,
     }
     run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
-    assert run.state == "success"
+    assert run.state == state
+    collect = next(ti for ti in run.get_task_instances() if ti.task_id == "collect")
+    assert collect.state == state  # the chunks succeed: the verdict sees every row
+    # failed or not, the manifest lists every row with its reason
     records = {r["row"]: r for r in manifest_rows(out)}
+    assert sorted(records) == [1, 2, 3, 4, 5, 6]
     assert [row for row, r in records.items() if r["status"] == "ok"] == [1, 3, 6]
     assert "newsletter" in records[2]["error"] and "maybe" in records[2]["error"]
     assert "plan" in records[4]["error"] and "Gold" in records[4]["error"]
@@ -136,7 +145,8 @@ def test_missing_column_is_reported_on_every_row(dagbag, tmp_path: Path, monkeyp
     pq.write_table(pa.Table.from_pylist(rows), path)
     out = tmp_path / "out"
     conf = {"output": str(out), "rows": str(path), "chunks": 1, "check_input": False}
-    dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
+    run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
+    assert run.state == "failed"  # every row failed: never a green run
     records = manifest_rows(out)
     assert [r["status"] for r in records] == ["error"] * 4
     assert all("no column fills it" in r["error"] for r in records)
@@ -177,3 +187,54 @@ def test_the_input_check_stops_the_run_before_any_pdf(
     failures = [f for f in report["failures"] if f["column"] == column]
     assert failures and failures[0]["sample_rows"] == rows, report["failures"]
     assert not list(out.glob("*.pdf")) and not (out / "manifest.parquet").exists()
+
+
+def test_api_mode_fills_on_the_worker_exactly_as_the_service_does(
+    service: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A conversion on the service is downloaded once and filled on the worker: the same bytes
+    as the service's own fill of each row, with no request per row. ``fill_on="service"``
+    sends one request per row, by conversion id, and gives the same bytes again."""
+    from flatkit import flat_form, flat_form_schema
+
+    from fillpdf_provider.hooks.fillpdf import FillPdfHook
+    from fillpdf_provider.operators import BatchFillOperator
+
+    key = service.create_key("enterprise", pages_included=1000, rate_limit_per_minute=100000)
+    conn = {"conn_type": "fillpdf", "host": service.base_url, "password": key}
+    monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_DEFAULT", json.dumps(conn))
+    hook = FillPdfHook()
+    conversion = hook.convert(flat_form(2), schema=flat_form_schema())
+    texts = [f.name for f in conversion.schema if f.type == "text"]
+    rows = [{name: f"{name} {i} Ünïcode" for name in texts} for i in range(1, 9)]
+    rows_path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), rows_path)
+    outputs = {}
+    for fill_on in ("worker", "service"):
+        out = tmp_path / fill_on
+        BatchFillOperator(
+            task_id="t", template=conversion.conversion_id, rows=str(rows_path),
+            output_dir=str(out), fill_on=fill_on,
+        ).execute(context={})  # type: ignore[arg-type]  # fmt: skip
+        outputs[fill_on] = [(out / f"{i}.pdf").read_bytes() for i in range(1, 9)]
+    own = [hook.fill(conversion.conversion_id, row) for row in rows]  # the service's fill
+    assert outputs["worker"] == own
+    assert outputs["service"] == own
+    with pytest.raises(ValueError, match="conversion id"):
+        BatchFillOperator(
+            task_id="t", template=str(INCLUDE / "sample_form.pdf"), rows=str(rows_path),
+            output_dir=str(tmp_path / "x"), fill_on="service",
+        ).execute(context={})  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_the_name_template_is_checked_before_anything_is_filled(
+    dagbag, mode: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    conf = {"output": str(out), "rows": str(SAMPLE_ROWS), "name_template": "{row}-{nope}.pdf"}
+    run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
+    assert run.state == "failed"
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["check_input"] == "failed"
+    assert states["fill_chunk"] == "upstream_failed"
+    assert not out.exists() or not list(out.rglob("*.pdf"))

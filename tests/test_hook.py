@@ -41,7 +41,7 @@ def hook(request, service: Server, monkeypatch: pytest.MonkeyPatch, tmp_path) ->
             "password": service.create_key("pro"),
         }
     else:
-        conn = {"conn_type": "fillpdf", "extra": {"store_dir": str(tmp_path / "store")}}
+        conn = {"conn_type": "fillpdf", "extra": {"conversions_uri": str(tmp_path / "store")}}
     made = connect(monkeypatch, conn)
     assert made.mode == request.param
     return made
@@ -128,7 +128,7 @@ def test_both_modes_give_equal_schemas_and_identical_fills(
     )
     embedded = connect(
         monkeypatch,
-        {"conn_type": "fillpdf", "extra": {"mode": "embedded", "store_dir": str(tmp_path)}},
+        {"conn_type": "fillpdf", "extra": {"mode": "embedded", "conversions_uri": str(tmp_path)}},
         "fp_local",
     )
     pdf = flat_form(2)

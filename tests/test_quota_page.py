@@ -96,7 +96,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         run_airflow(
             [
                 "connections", "add", "fillpdf_local", "--conn-type", "fillpdf",
-                "--conn-extra", json.dumps({"mode": "embedded", "store_dir": str(local_store)}),
+                "--conn-extra",
+                json.dumps({"mode": "embedded", "conversions_uri": str(local_store)}),
             ],
             env,
         )  # fmt: skip

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from fillpdf_provider import __version__
 from fillpdf_provider.engine import FillPdfError, Template, inspect
-from fillpdf_provider.engine.batch import count_rows, fill_rows
+from fillpdf_provider.engine.batch import BatchSummary, count_rows, fill_rows
 from fillpdf_provider.engine.convert import convert
 from fillpdf_provider.engine.detect import MODES
 from fillpdf_provider.engine.filler import write_atomic
@@ -133,9 +133,10 @@ class _Progress:
         self.total = total
         self.live = sys.stderr.isatty()
 
-    def __call__(self, done: int, seconds: float) -> None:
+    def __call__(self, summary: BatchSummary, seconds: float) -> None:
         if not self.live:
             return
+        done = summary.rows
         rate = done / seconds if seconds else 0.0
         if self.total:
             eta = (self.total - done) / rate if rate else 0.0
@@ -163,6 +164,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             flatten=args.flatten,
             on_error=args.on_error,
             progress=progress,
+            progress_every=0.25,
             require=args.require,
         )
     finally:

@@ -17,6 +17,7 @@ import asyncio
 import datetime as dt
 import io
 import json
+import logging
 import os
 import random
 import time
@@ -35,6 +36,7 @@ PdfSource = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
 #: A schema to build a form from: JSON text, a JSON file (a path object), the entries
 #: (``Field`` or dicts), or a whole conversion result.
 SchemaSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Field | Mapping]]
+log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 120.0
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -347,7 +349,21 @@ class _Attempts:
             _raise_for(response)
             return None
         self.attempt += 1
+        reason = (
+            "rate limited (429), waiting for the window to reset"
+            if response.status_code == 429
+            else f"answered {response.status_code}"
+        )
+        self._log_wait(reason, wait)
         return wait
+
+    def _log_wait(self, reason: str, wait: float) -> None:
+        """Every wait is logged: a run that slows down says why and for how long."""
+        log.warning(
+            "%s %s: %s; retrying in %.1f s (retry %d of %d)",
+            self.call.method, self.call.path, reason, wait, self.attempt,
+            self.client.retry.max_retries,
+        )  # fmt: skip
 
     def failed(self, error: Exception) -> float:
         """Seconds to wait after no answer at all, or ``ServiceUnavailable`` when out of tries."""
@@ -358,6 +374,7 @@ class _Attempts:
                 f"({type(error).__name__}: {error}); check the URL and the service."
             ) from error
         self.attempt += 1
+        self._log_wait(f"no answer ({type(error).__name__})", wait)
         return wait
 
 

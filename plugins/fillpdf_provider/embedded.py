@@ -1,8 +1,10 @@
 """The API's calls on the local engine: no server, no key, no limits.
 
-``FillPdfHook`` uses this when its connection names no host. Conversions are kept in a local
-folder for 24 hours, like the service keeps them, so ``fill(conversion_id, ...)`` works the
-same way in both modes; errors are the client's exception classes, so callers catch one set.
+``FillPdfHook`` uses this when its connection names no host. Conversions are kept for 24
+hours, like the service keeps them, so ``fill(conversion_id, ...)`` works the same way in both
+modes; errors are the client's exception classes, so callers catch one set. The store is a
+local folder by default; on workers that share no disk it is an object-storage URI (the
+connection's ``conversions_uri``), so a conversion made on one worker fills on another.
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from fillpdf_provider.client import (
 )
 from fillpdf_provider.engine.convert import ConversionResult, convert
 from fillpdf_provider.engine.errors import FillPdfError
-from fillpdf_provider.engine.filler import Template, write_atomic
+from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import read_bytes
+from fillpdf_provider.storage import Store
 
 RETENTION_S = 24 * 3600
 
 
 def default_store() -> Path:
-    """``$FILLPDF_EMBEDDED_STORE``, else ``$AIRFLOW_HOME/fillpdf``, else ``~/.cache/fillpdf``."""
+    """``$FILLPDF_EMBEDDED_STORE``, else ``$AIRFLOW_HOME/fillpdf/conversions``, else
+    ``~/.cache/fillpdf/conversions``."""
     if os.environ.get("FILLPDF_EMBEDDED_STORE"):
         return Path(os.environ["FILLPDF_EMBEDDED_STORE"])
     if os.environ.get("AIRFLOW_HOME"):
@@ -47,15 +51,18 @@ def _api_error(exc: FillPdfError) -> Exception:
 
 
 class EmbeddedFillPdf:
-    """Convert and fill in this process, with a local store of conversions."""
+    """Convert and fill in this process, with a store of conversions (a folder or a URI)."""
 
-    def __init__(self, store_dir: str | os.PathLike[str] | None = None) -> None:
-        self.store = Path(store_dir) if store_dir else default_store()
+    def __init__(
+        self, store: str | os.PathLike[str] | None = None, conn_id: str | None = None
+    ) -> None:
+        self.location = str(store) if store else str(default_store())
+        self.store = Store(self.location, conn_id)
 
-    def _paths(self, conversion_id: str) -> tuple[Path, Path]:
+    def _names(self, conversion_id: str) -> tuple[str, str]:
         if not conversion_id.startswith("conv_") or not conversion_id[5:].isalnum():
             raise NotFound(f"No conversion {conversion_id!r}.", param="conversion_id")
-        return self.store / f"{conversion_id}.pdf", self.store / f"{conversion_id}.json"
+        return f"{conversion_id}.pdf", f"{conversion_id}.json"
 
     def convert(
         self, pdf: PdfSource, *, detect: str = "fields", schema: SchemaSource | None = None
@@ -71,23 +78,26 @@ class EmbeddedFillPdf:
         how = detect.encode() if text is None else b"schema\0" + text.encode()
         digest = hashlib.sha256(how + b"\0" + data).hexdigest()
         result.conversion_id = f"conv_{digest[:24]}"
-        pdf_path, meta_path = self._paths(result.conversion_id)
-        write_atomic(pdf_path, result.pdf)
+        pdf_name, meta_name = self._names(result.conversion_id)
+        self.store.write(pdf_name, result.pdf)  # the PDF first: the metadata marks it done
         meta = {**result.to_dict(), "created_at": time.time()}
-        meta["document_url"] = result.document_url = pdf_path.resolve().as_uri()
-        write_atomic(meta_path, json.dumps(meta).encode())
+        local = self.store.local
+        url = (local / pdf_name).resolve().as_uri() if local else self.store.uri(pdf_name)
+        meta["document_url"] = result.document_url = url
+        self.store.write(meta_name, json.dumps(meta).encode())
         self._sweep()
         return result
 
     def get_conversion(self, conversion_id: str) -> ConversionResult:
-        pdf_path, meta_path = self._paths(conversion_id)
+        pdf_name, meta_name = self._names(conversion_id)
         try:
-            meta = json.loads(meta_path.read_text())
-            pdf = pdf_path.read_bytes()
+            meta = json.loads(self.store.read_bytes(meta_name))
+            pdf = self.store.read_bytes(pdf_name)
         except FileNotFoundError:
             raise NotFound(
-                f"No conversion {conversion_id!r} in {self.store}; convert the PDF first "
-                "(conversions are kept 24 hours).",
+                f"No conversion {conversion_id!r} in {self.location}; convert the PDF first "
+                "(conversions are kept 24 hours). Workers that share no disk need a shared "
+                "store: set conversions_uri on the connection (e.g. s3://bucket/conversions).",
                 param="conversion_id",
             ) from None
         return ConversionResult(
@@ -119,11 +129,7 @@ class EmbeddedFillPdf:
         now = dt.datetime.now(dt.UTC)
         start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         used = 0
-        for meta_path in self.store.glob("conv_*.json") if self.store.is_dir() else []:
-            try:
-                meta = json.loads(meta_path.read_text())
-            except (OSError, ValueError):
-                continue
+        for meta in self._metadata():
             if meta.get("created_at", 0) >= start.timestamp():
                 used += int(meta.get("pages", 0))
         return Account(
@@ -141,11 +147,20 @@ class EmbeddedFillPdf:
             hard_stop=False,
         )
 
-    def _sweep(self) -> None:
-        cutoff = time.time() - RETENTION_S
-        for path in self.store.glob("conv_*"):
+    def _metadata(self) -> list[dict[str, Any]]:
+        found = []
+        for name in self.store.names("", "conv_*.json"):
             try:
-                if path.stat().st_mtime < cutoff:
-                    path.unlink(missing_ok=True)
-            except OSError:
+                found.append({**json.loads(self.store.read_bytes(name)), "_name": name})
+            except (OSError, ValueError):
                 continue
+        return found
+
+    def _sweep(self) -> None:
+        """Drop conversions older than the retention (by the time recorded when made)."""
+        cutoff = time.time() - RETENTION_S
+        for meta in self._metadata():
+            if meta.get("created_at", 0) < cutoff:
+                stem = meta["_name"][: -len(".json")]
+                self.store.remove(f"{stem}.pdf")
+                self.store.remove(meta["_name"])

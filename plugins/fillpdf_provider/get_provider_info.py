@@ -46,9 +46,11 @@ def get_provider_info() -> dict[str, Any]:
                         "label": "Timeout (seconds)",
                         "schema": {"type": ["number", "null"], "default": 120},
                     },
-                    "store_dir": {
-                        "label": "Embedded store folder",
-                        "description": "Where embedded mode keeps conversions for 24 hours.",
+                    "conversions_uri": {
+                        "label": "Embedded conversions store",
+                        "description": "Folder or URI (s3://bucket/prefix) where embedded mode "
+                        "keeps conversions for 24 hours; workers on separate hosts need a "
+                        "shared one.",
                         "schema": {"type": ["string", "null"]},
                     },
                 },

@@ -1,8 +1,10 @@
 """Mail-merge: one template, a table of rows, one PDF per row, and a manifest of them all.
 
 Rows stream in record batches (pyarrow), so memory stays flat however long the table is.
-Each PDF is written to a temporary name and renamed, and the manifest is written the same
-way once the last row is done, so a crash leaves no half-written file behind.
+Outputs go to a sink that only ever shows whole files: a local folder (each PDF written to a
+temporary name and renamed) or anything with the same two methods, such as a folder in
+object storage. The manifest is built in a local temporary file and published once the last
+row is done, so a crash leaves no half-written file behind.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import hashlib
 import itertools
 import os
 import re
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -76,6 +80,44 @@ class BatchSummary:
             "unfilled_fields": self.unfilled_fields,
             "errors": self.errors,
         }
+
+
+class OutputSink(Protocol):
+    """Where a batch's files go. Both methods publish a whole file under ``name``."""
+
+    def write(self, name: str, data: bytes) -> None: ...
+
+    def publish(self, name: str, path: Path) -> None:
+        """Move the finished local file ``path`` to ``name``."""
+        ...
+
+    def uri(self, name: str) -> str: ...
+
+
+class FolderSink:
+    """A local folder: each file is written to a temporary name, then renamed."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def write(self, name: str, data: bytes) -> None:
+        write_atomic(self.folder / name, data)
+
+    def publish(self, name: str, path: Path) -> None:
+        target = self.folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+
+    def uri(self, name: str) -> str:
+        return str(self.folder / name)
+
+    def scratch(self) -> Path:
+        """Where to build a file before publishing it: beside its target, so it is a rename."""
+        return self.folder
+
+
+ProgressCallback = Callable[["BatchSummary", float], None]
 
 
 class RowError(FillPdfError):
@@ -174,20 +216,21 @@ class OutputNames:
 def fill_rows(
     template: Template,
     rows: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | OutputSink,
     *,
     name_template: str = "{row}.pdf",
     flatten: bool = False,
     on_error: str = "skip",
     mapping: Mapping[str, str] | None = None,
-    progress: Callable[[int, float], None] | None = None,
+    progress: ProgressCallback | None = None,
+    progress_every: float = 10.0,
     manifest_name: str = MANIFEST_NAME,
     start_row: int = 1,
     row_range: tuple[int, int] | None = None,
     require: bool = False,
     batch_rows: int = 2048,
 ) -> BatchSummary:
-    """Fill one PDF per row of ``rows`` (CSV or Parquet) into ``out_dir``.
+    """Fill one PDF per row of ``rows`` (CSV or Parquet) into ``out_dir`` (a folder or a sink).
 
     ``{row}`` is the row's 1-based number in the file (``start_row`` shifts it for chunks).
     ``row_range=(first, stop)`` fills only rows ``first <= row < stop`` (a chunk of a
@@ -196,6 +239,8 @@ def fill_rows(
     With ``require``, a row that leaves a field the form marks required empty is a bad row.
     ``template`` is anything with ``fields``, ``date_format``, ``fill`` and ``page_count``
     (a ``Template``, or a stand-in that fills through the API).
+    ``progress(summary, seconds)`` is called at most every ``progress_every`` seconds while
+    rows are filled, and once at the end.
     """
     if on_error not in ("skip", "fail"):
         raise ValueError("on_error must be 'skip' or 'fail'")
@@ -208,17 +253,20 @@ def fill_rows(
     fields = {f.name: f for f in template.fields}
     pairs, unmapped, unfilled = map_columns(columns, list(fields.values()), mapping)
     date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    sink: OutputSink = (
+        out_dir if hasattr(out_dir, "publish") else FolderSink(out_dir)  # type: ignore[arg-type]
+    )
     summary = BatchSummary(
-        out_dir=str(out),
-        manifest=str(out / manifest_name),
+        out_dir=sink.uri("").rstrip("/\\"),
+        manifest=sink.uri(manifest_name),
         unmapped_columns=unmapped,
         unfilled_fields=unfilled,
     )
-    manifest = _ManifestWriter(out / manifest_name)
+    manifest = _ManifestWriter(sink, manifest_name)
     started = time.perf_counter()
+    reported = started
     row_number = start_row - 1
+    finished = False  # a manifest is published only for rows whose files are published
     try:
         for batch in itertools.chain([first] if first is not None else [], batches):
             first_row = row_number + 1  # the number of this batch's first row
@@ -237,7 +285,7 @@ def fill_rows(
                 row = first_row + i
                 cells = {c: values[i] for c, values in values_by_column.items()}
                 record = _fill_one(
-                    template, fields, date_formats, pairs, cells, row, names, out, flatten, require
+                    template, fields, date_formats, pairs, cells, row, names, sink, flatten, require
                 )
                 manifest.add(record)
                 summary.rows += 1
@@ -248,12 +296,20 @@ def fill_rows(
                     if len(summary.errors) < 20:
                         summary.errors.append({"row": row, "error": record["error"]})
                     if on_error == "fail":
+                        finished = True  # the manifest shows the rows before the bad one
                         raise RowError(row, record.pop("exception"))  # type: ignore[arg-type]
-            if progress is not None:
-                progress(summary.rows, time.perf_counter() - started)
+                if progress is not None and time.perf_counter() - reported >= progress_every:
+                    reported = time.perf_counter()
+                    progress(summary, reported - started)
+        finished = True
     finally:
         summary.seconds = time.perf_counter() - started
-        manifest.close()
+        if finished:
+            manifest.close()
+        else:
+            manifest.discard()
+    if progress is not None:
+        progress(summary, summary.seconds)
     return summary
 
 
@@ -265,7 +321,7 @@ def _fill_one(
     cells: Mapping[str, object],
     row: int,
     names: OutputNames,
-    out: Path,
+    sink: OutputSink,
     flatten: bool,
     require: bool = False,
 ) -> dict[str, object]:
@@ -292,7 +348,7 @@ def _fill_one(
             _check_required(fields, pairs, values)
         data = template.fill(values, flatten=flatten)
         file_name = names.name(row, cells)
-        write_atomic(out / file_name, data)
+        sink.write(file_name, data)
     except (FillPdfError, ValueError, TypeError, OSError) as exc:
         record["error"] = str(exc)
         record["exception"] = exc
@@ -319,11 +375,16 @@ def _check_required(
 
 
 class _ManifestWriter:
-    """Appends manifest rows to a Parquet file in groups, renamed into place on close."""
+    """Appends manifest rows to a local Parquet file in groups; published whole on close."""
 
-    def __init__(self, path: Path, group: int = 4096) -> None:
-        self.path = path
-        self.temp = path.with_name(f".{path.name}.tmp")
+    def __init__(self, sink: OutputSink, name: str, group: int = 4096) -> None:
+        self.sink, self.name = sink, name
+        scratch = getattr(sink, "scratch", None)
+        handle, temp = tempfile.mkstemp(
+            prefix=".manifest-", suffix=".tmp", dir=scratch() if scratch else None
+        )
+        os.close(handle)
+        self.temp = Path(temp)
         self.group = group
         self.pending: list[dict[str, object]] = []
         self.writer = pq.ParquetWriter(self.temp, MANIFEST_SCHEMA)
@@ -338,7 +399,14 @@ class _ManifestWriter:
             self.writer.write_table(pa.Table.from_pylist(self.pending, schema=MANIFEST_SCHEMA))
             self.pending = []
 
-    def close(self) -> None:
-        self._flush()
+    def discard(self) -> None:
         self.writer.close()
-        os.replace(self.temp, self.path)
+        self.temp.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        try:
+            self._flush()
+            self.writer.close()
+            self.sink.publish(self.name, self.temp)
+        finally:
+            self.temp.unlink(missing_ok=True)

@@ -45,7 +45,7 @@ def _extra(extra: Mapping[str, Any], name: str) -> Any:
 
 
 def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
-    """Mode, base URL, key, timeout and store folder from a ``fillpdf`` connection."""
+    """Mode, base URL, key, timeout and conversions store from a ``fillpdf`` connection."""
     extra = conn.extra_dejson or {}
     mode = _extra(extra, "mode") or ("api" if conn.host else "embedded")
     if mode not in MODES:
@@ -66,7 +66,8 @@ def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
         "base_url": base_url,
         "api_key": conn.password,
         "timeout": float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
-        "store_dir": _extra(extra, "store_dir"),
+        # where embedded conversions are kept: a folder, or a URI workers share
+        "conversions_uri": _extra(extra, "conversions_uri") or _extra(extra, "store_dir"),
     }
 
 
@@ -75,7 +76,7 @@ def backend_for(
 ) -> FillPdfClient | EmbeddedFillPdf:
     """The embedded engine or a client of the service, as ``settings`` say."""
     if settings["mode"] == "embedded":
-        return EmbeddedFillPdf(settings.get("store_dir"))
+        return EmbeddedFillPdf(settings.get("conversions_uri"))
     return FillPdfClient(
         settings["base_url"],
         settings["api_key"],
@@ -89,7 +90,9 @@ class FillPdfHook(BaseHook):
 
     :param fillpdf_conn_id: connection of type ``fillpdf``: host = base URL of the API,
         password = API key, extra ``{"mode": "api" | "embedded", "timeout": seconds,
-        "store_dir": path}``.
+        "conversions_uri": folder or URI}``. Embedded conversions are kept in
+        ``conversions_uri`` (default: a folder under ``$AIRFLOW_HOME``); workers on separate
+        hosts need a shared one, such as ``s3://bucket/fillpdf-conversions``.
     """
 
     conn_name_attr = "fillpdf_conn_id"
@@ -111,7 +114,7 @@ class FillPdfHook(BaseHook):
         except AirflowNotFoundException:
             if self.fillpdf_conn_id != self.default_conn_name:
                 raise
-            return {"mode": "embedded", "store_dir": None}
+            return {"mode": "embedded", "conversions_uri": None}
         return connection_settings(conn, self.fillpdf_conn_id)
 
     @classmethod

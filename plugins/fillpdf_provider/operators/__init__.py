@@ -1,6 +1,11 @@
 """Airflow operators: convert flat PDFs, fill one form, mail-merge a table into PDFs."""
 
-from fillpdf_provider.operators.batch import BatchFillOperator, merge_manifests, plan_chunks
+from fillpdf_provider.operators.batch import (
+    BatchFillOperator,
+    check_batch_params,
+    merge_manifests,
+    plan_chunks,
+)
 from fillpdf_provider.operators.convert import ConvertOperator
 from fillpdf_provider.operators.fill import FillOperator
 
@@ -8,6 +13,7 @@ __all__ = [
     "BatchFillOperator",
     "ConvertOperator",
     "FillOperator",
+    "check_batch_params",
     "merge_manifests",
     "plan_chunks",
 ]

@@ -4,42 +4,46 @@ One template, rows from CSV or Parquet (streamed in record batches, so memory st
 one PDF per row, a manifest Parquet of every row's outcome. To spread a large table over
 workers, ``plan_chunks`` splits the rows into ranges, the operator is mapped over them with
 ``.expand(chunk=...)``, and ``merge_manifests`` joins the chunks' manifests at the end. A
-chunk run again writes the same bytes under the same names.
+chunk run again writes the same bytes under the same names. Rows, template and outputs may
+each live in object storage: no task reads a local disk another task wrote.
 """
 
 from __future__ import annotations
 
-import io
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from airflow.sdk import Asset, BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
 
 from fillpdf_provider.engine.batch import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
+    BatchSummary,
+    OutputNames,
     fill_rows,
     read_batches,
 )
 from fillpdf_provider.engine.batch import count_rows as count_parquet_rows
-from fillpdf_provider.engine.filler import write_atomic
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.forms import open_form
-from fillpdf_provider.operators.storage import readable, writable_dir
+from fillpdf_provider.operators.forms import FILL_ON, open_form
+from fillpdf_provider.storage import Store, readable
 
 OUTPUT_FORMATS = ("files", "merged", "zip")
 CHUNK_MANIFESTS = "_manifests"
 MERGED_NAME = "merged.pdf"
 ZIP_NAME = "filled.zip"
+SHOWN_ERRORS = 10  # failed rows named in a log or an exception; the rest are counted
 
 
-def count_rows(rows: str) -> int:
+def count_rows(rows: str, conn_id: str | None = None) -> int:
     """Rows in a CSV or Parquet file (Parquet from its footer; CSV read once, streamed)."""
-    with readable(rows) as path:
+    with readable(rows, conn_id) as path:
         footer = count_parquet_rows(path)
         if footer is not None:
             return footer
@@ -47,7 +51,11 @@ def count_rows(rows: str) -> int:
 
 
 def plan_chunks(
-    rows: str, *, chunks: int | None = None, rows_per_chunk: int | None = None
+    rows: str,
+    *,
+    chunks: int | None = None,
+    rows_per_chunk: int | None = None,
+    conn_id: str | None = None,
 ) -> list[dict[str, int]]:
     """Split the rows into ranges for ``BatchFillOperator.partial(...).expand(chunk=...)``.
 
@@ -56,7 +64,7 @@ def plan_chunks(
     """
     if (chunks is None) == (rows_per_chunk is None):
         raise ValueError("Give one of chunks or rows_per_chunk.")
-    total = count_rows(rows)
+    total = count_rows(rows, conn_id)
     if total == 0:
         return []
     size = rows_per_chunk or -(-total // max(1, int(chunks or 1)))
@@ -66,32 +74,158 @@ def plan_chunks(
     ]
 
 
-def merge_manifests(output: str) -> dict[str, Any]:
-    """Join the chunks' manifests into ``manifest.parquet``; fail on two rows with one name."""
-    with writable_dir(output) as folder:
-        parts = sorted((folder / CHUNK_MANIFESTS).glob("chunk-*.parquet"))
-        if not parts:
-            raise FileNotFoundError(f"No chunk manifests under {output}/{CHUNK_MANIFESTS}.")
-        table = pa.concat_tables(pq.read_table(p, schema=MANIFEST_SCHEMA) for p in parts)
-        table = table.sort_by("row")
-        paths = [p for p in table.column("path").to_pylist() if p]
-        duplicates = sorted({p for p in paths if paths.count(p) > 1})
-        if duplicates:
-            raise ValueError(
-                f"Chunks wrote the same file name for different rows: {duplicates[:5]}; "
-                "put {row} in name_template."
+def chunk_manifest_name(chunk: Mapping[str, int]) -> str:
+    return f"chunk-{int(chunk['first']):09d}.parquet"
+
+
+def failure_limit(max_failed_rows: int | float | str | None, rows: int) -> int:
+    """How many failed rows a run tolerates: a count (``5``) or a fraction of the rows
+    (``0.01``); ``0`` or ``None``: none."""
+    if max_failed_rows in (None, "", "None"):
+        return 0
+    try:
+        value = float(max_failed_rows)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"max_failed_rows must be a count (e.g. 10) or a fraction of the rows (e.g. 0.01), "
+            f"not {max_failed_rows!r}."
+        ) from None
+    if value < 0 or value != value:
+        raise ValueError(f"max_failed_rows must be 0 or more, not {max_failed_rows!r}.")
+    if 0 < value < 1:
+        return int(value * rows)
+    if value != int(value):
+        raise ValueError(
+            f"max_failed_rows {max_failed_rows!r} is neither a whole count nor a fraction "
+            "below 1."
+        )
+    return int(value)
+
+
+def failed_rows_message(failed: int, rows: int, errors: Sequence[Mapping[str, Any]]) -> str:
+    """``3 of 100 rows failed: row 4: ...; row 9: ...; and 1 more``."""
+    shown = "; ".join(
+        f"row {e['row']}: {str(e['error']).rstrip('.')}" for e in errors[:SHOWN_ERRORS]
+    )
+    more = failed - min(len(errors), SHOWN_ERRORS)
+    return f"{failed} of {rows} rows failed: {shown}" + (f"; and {more} more" if more > 0 else "")
+
+
+def enforce_failure_limit(
+    failed: int,
+    rows: int,
+    errors: Sequence[Mapping[str, Any]],
+    max_failed_rows: int | float | str | None,
+    manifest: str,
+) -> None:
+    """Fail the task (no retries: the rows won't improve) when more rows failed than allowed."""
+    allowed = failure_limit(max_failed_rows, rows)
+    if failed > allowed:
+        raise AirflowFailException(
+            f"{failed_rows_message(failed, rows, errors)}. max_failed_rows allows {allowed}; "
+            f"every row's outcome is in {manifest}."
+        )
+
+
+def merge_manifests(
+    output: str,
+    *,
+    chunks: Sequence[Mapping[str, int]] | None = None,
+    max_failed_rows: int | float | str | None = None,
+    conn_id: str | None = None,
+) -> dict[str, Any]:
+    """Join the chunks' manifests into ``manifest.parquet`` in ``output`` (a folder or URI).
+
+    With ``chunks`` (the plan), a chunk whose manifest is missing fails the merge, named.
+    Two rows with one output name fail it too. With ``max_failed_rows`` given, more failed
+    rows than it allows fail the task after the manifest is written.
+    """
+    store = Store(output, conn_id)
+    parts = store.names(CHUNK_MANIFESTS, "chunk-*.parquet")
+    if chunks is not None:
+        missing = [c for c in chunks if chunk_manifest_name(c) not in parts]
+        if missing:
+            named = ", ".join(
+                f"chunk {c['index']} (rows {c['first']}-{int(c['stop']) - 1})" for c in missing
             )
-        buffer = io.BytesIO()
-        pq.write_table(table, buffer)
-        write_atomic(folder / MANIFEST_NAME, buffer.getvalue())
-        statuses = table.column("status").to_pylist()
-        return {
-            "rows": table.num_rows,
-            "ok": statuses.count("ok"),
-            "failed": table.num_rows - statuses.count("ok"),
-            "manifest": f"{str(output).rstrip('/')}/{MANIFEST_NAME}",
-            "chunks": len(parts),
-        }
+            raise AirflowFailException(
+                f"{len(missing)} of {len(chunks)} chunks left no manifest in "
+                f"{store.uri(CHUNK_MANIFESTS)}: {named}. Clear those fill tasks to run them "
+                "again."
+            )
+        parts = [chunk_manifest_name(c) for c in chunks]
+    if not parts:
+        raise FileNotFoundError(f"No chunk manifests under {store.uri(CHUNK_MANIFESTS)}.")
+    tables = []
+    for name in parts:
+        with store.readable(f"{CHUNK_MANIFESTS}/{name}") as path:
+            tables.append(pq.read_table(path, schema=MANIFEST_SCHEMA))
+    table = pa.concat_tables(tables).sort_by("row")
+    counts = pc.value_counts(pc.drop_null(table.column("path")))
+    repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        raise ValueError(
+            f"Chunks wrote the same file name for different rows: {repeated.to_pylist()[:5]}; "
+            "put {row} in name_template."
+        )
+    with store.staging() as folder:
+        temp = folder / MANIFEST_NAME
+        pq.write_table(table, temp)
+        store.publish(MANIFEST_NAME, temp)
+    failed_mask = pc.not_equal(table.column("status"), "ok")
+    failed = table.filter(failed_mask)
+    errors = failed.select(["row", "error"]).slice(0, SHOWN_ERRORS).to_pylist()
+    summary = {
+        "rows": table.num_rows,
+        "ok": table.num_rows - failed.num_rows,
+        "failed": failed.num_rows,
+        "manifest": store.uri(MANIFEST_NAME),
+        "chunks": len(parts),
+        "errors": errors,
+    }
+    if max_failed_rows is not None:
+        enforce_failure_limit(
+            failed.num_rows, table.num_rows, errors, max_failed_rows, summary["manifest"]
+        )
+    return summary
+
+
+def check_batch_params(
+    rows: str,
+    *,
+    name_template: str,
+    max_failed_rows: int | float | str | None = None,
+    conn_id: str | None = None,
+) -> list[str]:
+    """Refuse, before anything is filled or billed, what would fail every row: a name
+    template that names a column the rows lack, a bad ``max_failed_rows``. The columns."""
+    with readable(rows, conn_id) as path:
+        first = next(read_batches(path, batch_rows=1), None)
+    columns = first.schema.names if first is not None else []
+    OutputNames(name_template).check(columns)
+    failure_limit(max_failed_rows, 1)
+    return columns
+
+
+class _ZipSink:
+    """The batch's PDFs written straight into one zip archive on local disk."""
+
+    def __init__(self, archive: zipfile.ZipFile, manifest_dir: Path) -> None:
+        self.archive, self.manifest_dir = archive, manifest_dir
+
+    def write(self, name: str, data: bytes) -> None:
+        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        self.archive.writestr(info, data)
+
+    def publish(self, name: str, path: Path) -> None:
+        path.replace(self.manifest_dir / name)
+
+    def uri(self, name: str) -> str:
+        return str(self.manifest_dir / name)
+
+    def scratch(self) -> Path:
+        return self.manifest_dir
 
 
 class BatchFillOperator(BaseOperator):
@@ -106,16 +240,28 @@ class BatchFillOperator(BaseOperator):
     :param output_format: ``files`` (one PDF per row), ``merged`` (one PDF of all rows,
         flattened) or ``zip`` (the PDFs in one archive).
     :param on_error: ``skip`` records a bad row in the manifest and goes on; ``fail`` stops.
+    :param max_failed_rows: failed rows the task tolerates, a count or a fraction of the
+        rows (default 0: any failed row fails the task, after the manifest is written). A
+        chunk leaves the verdict to ``merge_manifests``, which sees every chunk.
     :param require: a row that leaves a field the form marks required empty is a bad row.
+    :param fill_on: where rows are filled when the connection is in api mode: ``worker``
+        (default: the form is downloaded once and filled here by the same engine the
+        service runs, byte for byte; fills are never metered) or ``service`` (one request
+        per row, by conversion id; the template must be a conversion id).
     :param batch_rows: rows read at a time (memory stays flat whatever the table's length).
     :param chunk: a range from ``plan_chunks``: fill only those rows (mapped tasks).
     :param asset: an Asset to emit an event for, with the output location in its extra.
+    :param storage_conn_id: connection for object-storage URIs that name none (default: the
+        scheme's standard one, e.g. ``aws_default`` for ``s3://``).
 
     XCom: the batch summary (rows, ok, failed, rows/s, manifest, unmapped columns and
     unfilled fields, the first errors with their row numbers).
     """
 
-    template_fields: Sequence[str] = ("template", "rows", "output_dir", "name_template", "mapping")
+    template_fields: Sequence[str] = (
+        "template", "rows", "output_dir", "name_template", "mapping", "max_failed_rows",
+        "storage_conn_id",
+    )  # fmt: skip
     ui_color = "#fdf3e2"
 
     def __init__(
@@ -129,19 +275,27 @@ class BatchFillOperator(BaseOperator):
         flatten: bool = False,
         output_format: str = "files",
         on_error: str = "skip",
+        max_failed_rows: int | float | str = 0,
         require: bool = False,
+        fill_on: str = "worker",
         chunk: Mapping[str, int] | None = None,
         batch_rows: int = 2048,
+        progress_every: float = 10.0,
         asset: Asset | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
+        storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         if output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}.")
         if on_error not in ("skip", "fail"):
             raise ValueError("on_error must be 'skip' or 'fail'.")
+        if fill_on not in FILL_ON:
+            raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
         if chunk is not None and output_format != "files":
             raise ValueError("Chunked batches write files; merge or zip them afterwards.")
+        if isinstance(max_failed_rows, int | float):
+            failure_limit(max_failed_rows, 1)  # a bad limit is a DAG error, not a run's
         if asset is not None:
             kwargs["outlets"] = [*kwargs.get("outlets", []), asset]
         super().__init__(**kwargs)
@@ -153,51 +307,53 @@ class BatchFillOperator(BaseOperator):
         self.flatten = flatten
         self.output_format = output_format
         self.on_error = on_error
+        self.max_failed_rows = max_failed_rows
         self.require = require
+        self.fill_on = fill_on
         self.chunk = chunk
         self.batch_rows = batch_rows
+        self.progress_every = progress_every
         self.asset = asset
         self.fillpdf_conn_id = fillpdf_conn_id
+        self.storage_conn_id = storage_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         hook = FillPdfHook(self.fillpdf_conn_id)
-        form = open_form(hook, self.template)
+        form = open_form(hook, self.template, fill_on=self.fill_on,
+                         conn_id=self.storage_conn_id)  # fmt: skip
         chunk = dict(self.chunk) if self.chunk else None
         label = f"chunk {chunk['index']} (rows {chunk['first']}-{chunk['stop'] - 1})" if chunk \
             else "batch"  # fmt: skip
         total = (chunk["stop"] - chunk["first"]) if chunk else None
         flatten = self.flatten or self.output_format == "merged"
-        manifest = (
-            f"{CHUNK_MANIFESTS}/chunk-{chunk['first']:09d}.parquet" if chunk else MANIFEST_NAME
-        )
-        with readable(self.rows) as rows_path, writable_dir(self.output_dir) as folder:
-            if chunk:
-                (folder / CHUNK_MANIFESTS).mkdir(exist_ok=True)
-            staging = folder if self.output_format == "files" else folder / ".staging"
-            summary = fill_rows(
-                form,  # type: ignore[arg-type]
-                rows_path,
-                staging,
-                name_template=self.name_template,
-                flatten=flatten,
-                on_error=self.on_error,
-                require=self.require,
-                batch_rows=self.batch_rows,
-                mapping=self.mapping,
-                progress=self._progress(label, total),
-                manifest_name=manifest if self.output_format == "files" else MANIFEST_NAME,
-                row_range=(chunk["first"], chunk["stop"]) if chunk else None,
-            )
-            if self.output_format != "files":
-                self._package(staging, folder)
+        manifest = f"{CHUNK_MANIFESTS}/{chunk_manifest_name(chunk)}" if chunk else MANIFEST_NAME
+        store = Store(self.output_dir, self.storage_conn_id, batched=True)
+        options = {
+            "name_template": self.name_template,
+            "flatten": flatten,
+            "on_error": self.on_error,
+            "require": self.require,
+            "batch_rows": self.batch_rows,
+            "mapping": self.mapping,
+            "progress": self._progress(label, total),
+            "progress_every": float(self.progress_every),
+            "row_range": (chunk["first"], chunk["stop"]) if chunk else None,
+        }
+        with readable(self.rows, self.storage_conn_id) as rows_path:
+            if self.output_format == "files":
+                summary = fill_rows(form, rows_path, store, manifest_name=manifest, **options)
+            else:
+                summary = self._package(form, rows_path, store, options)
         result = {**summary.as_dict(), "format": self.output_format}
         result["out_dir"] = str(self.output_dir)
-        result["manifest"] = f"{str(self.output_dir).rstrip('/')}/{manifest}"
+        result["manifest"] = store.uri(manifest)
         if chunk:
             result["chunk"] = chunk
         self.log.info("%s: %s", label, summary.line())
-        for error in summary.errors[:10]:
-            self.log.warning("row %s: %s", error["row"], error["error"])
+        if summary.failed:
+            self.log.warning(
+                "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)
+            )
         if summary.unmapped_columns:
             self.log.info("columns that fill no field: %s", ", ".join(summary.unmapped_columns))
         if self.asset is not None:
@@ -205,42 +361,50 @@ class BatchFillOperator(BaseOperator):
                 "output": str(self.output_dir), "rows": summary.rows, "ok": summary.ok,
                 "failed": summary.failed, "manifest": result["manifest"],
             }  # fmt: skip
+        if not chunk:
+            enforce_failure_limit(summary.failed, summary.rows, summary.errors,
+                                  self.max_failed_rows, result["manifest"])  # fmt: skip
         return result
 
     def _progress(self, label: str, total: int | None):
-        def report(done: int, seconds: float) -> None:
+        def report(summary: BatchSummary, seconds: float) -> None:
+            done = summary.rows
             rate = done / seconds if seconds else 0.0
             eta = f", ETA {(total - done) / rate:,.0f} s" if total and rate else ""
             of = f"/{total:,}" if total else ""
-            self.log.info("%s: %s rows, %s rows/s%s", label, f"{done:,}{of}", f"{rate:,.0f}", eta)
+            self.log.info("%s: %s rows, %s rows/s%s, %s failed", label, f"{done:,}{of}",
+                          f"{rate:,.0f}", eta, f"{summary.failed:,}")  # fmt: skip
 
         return report
 
-    def _package(self, staging: Path, folder: Path) -> None:
-        """Turn the staged per-row PDFs into one merged PDF or one zip; keep the manifest."""
-        table = pq.read_table(staging / MANIFEST_NAME)
-        done = [(r, p) for r, p, s in zip(table.column("row").to_pylist(),
-                table.column("path").to_pylist(), table.column("status").to_pylist(),
-                strict=True) if s == "ok"]  # fmt: skip
-        if self.output_format == "merged":
-            from pypdf import PdfWriter
+    def _package(
+        self, form: Any, rows_path: Path, store: Store, options: dict[str, Any]
+    ) -> BatchSummary:
+        """All rows in one zip or one merged PDF, built in a local temporary file (never in
+        memory) and published whole, with the manifest."""
+        with store.staging() as folder:
+            if self.output_format == "zip":
+                target = folder / ZIP_NAME
+                with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+                    summary = fill_rows(form, rows_path, _ZipSink(archive, folder), **options)
+                store.publish(ZIP_NAME, target)
+            else:
+                from pypdf import PdfWriter
 
-            writer = PdfWriter()
-            for _, name in done:
-                writer.append(str(staging / name))
-            writer._ID = None  # no random file id: the same rows give the same bytes
-            buffer = io.BytesIO()
-            writer.write(buffer)
-            write_atomic(folder / MERGED_NAME, buffer.getvalue())
-        else:
-            buffer = io.BytesIO()
-            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-                for _, name in done:
-                    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    archive.writestr(info, (staging / name).read_bytes())
-            write_atomic(folder / ZIP_NAME, buffer.getvalue())
-        write_atomic(folder / MANIFEST_NAME, (staging / MANIFEST_NAME).read_bytes())
-        for path in staging.iterdir():
-            path.unlink()
-        staging.rmdir()
+                pages = folder / "pages"
+                summary = fill_rows(form, rows_path, pages, **options)
+                table = pq.read_table(pages / MANIFEST_NAME)
+                done = table.filter(pc.equal(table.column("status"), "ok"))
+                writer = PdfWriter()
+                for name in done.column("path").to_pylist():
+                    writer.append(str(pages / name))
+                writer._ID = None  # no random file id: the same rows give the same bytes
+                target = folder / MERGED_NAME
+                with target.open("wb") as out:
+                    writer.write(out)
+                (pages / MANIFEST_NAME).replace(folder / MANIFEST_NAME)
+                store.publish(MERGED_NAME, target)
+            store.publish(MANIFEST_NAME, folder / MANIFEST_NAME)
+        summary.out_dir = str(self.output_dir)
+        summary.manifest = store.uri(MANIFEST_NAME)
+        return summary

@@ -14,11 +14,10 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from fillpdf_provider.client import QuotaExceeded, RateLimited, schema_text
 from fillpdf_provider.engine.convert import ConversionResult
 from fillpdf_provider.engine.errors import SchemaError
-from fillpdf_provider.engine.filler import write_atomic
 from fillpdf_provider.engine.rebuild import schema_digest
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.storage import expand, local_path, read_bytes, writable_dir
 from fillpdf_provider.quota import POLICIES, QuotaDecision, decide, pages_of, report_gauges
+from fillpdf_provider.storage import Store, expand, read_bytes
 from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger
 
 BILLING_XCOM_KEY = "fillpdf_billing"
@@ -47,6 +46,8 @@ class ConvertOperator(BaseOperator):
         JSON text, or the path or URI of a JSON file (e.g. an edited ``NAME.schema.json``).
         Templated. A file converted with another schema (or none) is converted again.
     :param fillpdf_conn_id: the FillPDF connection (none: the embedded engine, no quota).
+    :param storage_conn_id: connection for object-storage URIs that name none (default: the
+        scheme's standard one, e.g. ``aws_default``).
 
     XCom: a list of conversion results (the API's JSON, without PDF bytes) with the paths
     of the files written.
@@ -55,6 +56,7 @@ class ConvertOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "pdfs",
         "output_dir",
+        "storage_conn_id",
         "detect",
         "schema",
         "on_quota",
@@ -76,6 +78,7 @@ class ConvertOperator(BaseOperator):
         max_overage_usd: float | None = None,
         poll_interval: float = 300.0,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
+        storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         if on_quota not in POLICIES and "{{" not in on_quota:
@@ -90,29 +93,30 @@ class ConvertOperator(BaseOperator):
         self.max_overage_usd = max_overage_usd
         self.poll_interval = poll_interval
         self.fillpdf_conn_id = fillpdf_conn_id
+        self.storage_conn_id = storage_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         hook = FillPdfHook(self.fillpdf_conn_id)
-        sources = expand(self.pdfs)
+        sources = expand(self.pdfs, self.storage_conn_id)
         schema = self._schema_text()
         try:
             digest = schema_digest(schema) if schema is not None else None
         except SchemaError as exc:  # the same schema fails every retry: fail now
             raise AirflowFailException(f"The schema can't build a form: {exc}") from None
-        done = {s: self._done(s, digest) for s in sources}
-        todo = {s: read_bytes(s) for s in sources if done[s] is None}
+        store = Store(self.output_dir, self.storage_conn_id)
+        done = {s: self._done(store, s, digest) for s in sources}
+        todo = {s: read_bytes(s, self.storage_conn_id) for s in sources if done[s] is None}
         if todo and hook.mode == "api":
             self._check_quota(hook, list(todo.values()), context)
         billed = 0
-        with writable_dir(self.output_dir) as folder:
-            for source, data in todo.items():
-                try:
-                    result = hook.convert(data, detect=self.detect, schema=schema)
-                except (QuotaExceeded, RateLimited) as exc:
-                    self._act(self._late_refusal(exc, list(todo.values())), context)
-                    raise  # not reached: _act defers, skips or fails
-                billed += result.pages
-                done[source] = self._write(folder, source, result, digest)
+        for source, data in todo.items():
+            try:
+                result = hook.convert(data, detect=self.detect, schema=schema)
+            except (QuotaExceeded, RateLimited) as exc:
+                self._act(self._late_refusal(exc, list(todo.values())), context)
+                raise  # not reached: _act defers, skips or fails
+            billed += result.pages
+            done[source] = self._write(store, source, result, digest)
         self._record_billing(context, hook, billed)
         return [done[s] for s in sources]
 
@@ -174,32 +178,30 @@ class ConvertOperator(BaseOperator):
         if schema is None or schema == "":
             return None
         if isinstance(schema, str) and not schema.lstrip().startswith(("[", "{")):
-            return read_bytes(schema).decode("utf-8")
+            return read_bytes(schema, self.storage_conn_id).decode("utf-8")
         return schema_text(schema)
 
-    def _done(self, source: str, digest: str | None) -> dict[str, Any] | None:
-        """The result of an earlier attempt at ``source``, if its files are already there
-        and were made the same way (detected, or built from this very schema)."""
-        folder = local_path(self.output_dir)
-        if folder is None:
-            return None
+    def _done(self, store: Store, source: str, digest: str | None) -> dict[str, Any] | None:
+        """The result of an earlier attempt at ``source``, if its files are already in the
+        output store (whichever worker wrote them) and were made the same way (detected, or
+        built from this very schema): a resumed task never bills a file twice."""
         pdf_name, schema_name = self._names(source)
         try:
-            entry = json.loads((folder / schema_name).read_text())
+            entry = json.loads(store.read_bytes(schema_name))
         except (OSError, ValueError):
             return None
-        if entry.get("source") != str(source) or not (folder / pdf_name).exists():
+        if entry.get("source") != str(source) or not store.exists(pdf_name):
             return None
         if entry.get("built_from_schema") != digest:
             return None
         return entry
 
     def _write(
-        self, folder: Any, source: str, result: ConversionResult, digest: str | None
+        self, store: Store, source: str, result: ConversionResult, digest: str | None
     ) -> dict[str, Any]:
         """The fillable PDF, then its schema JSON (which marks the file as done)."""
         pdf_name, schema_name = self._names(source)
-        write_atomic(folder / pdf_name, result.pdf)
+        store.write(pdf_name, result.pdf)
         base = str(self.output_dir).rstrip("/")
         entry = {
             **result.to_dict(),
@@ -209,7 +211,7 @@ class ConvertOperator(BaseOperator):
         }
         if digest is not None:
             entry["built_from_schema"] = digest
-        write_atomic(folder / schema_name, json.dumps(entry, indent=2).encode())
+        store.write(schema_name, json.dumps(entry, indent=2).encode())
         self.log.info(
             "%s: %d fields on %d pages in %d ms -> %s",
             source, entry["fields"], entry["pages"], entry["ms"], entry["fillable_pdf"],

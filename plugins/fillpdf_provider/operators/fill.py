@@ -8,10 +8,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from fillpdf_provider.engine.filler import write_atomic
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
 from fillpdf_provider.operators.forms import open_form
-from fillpdf_provider.operators.storage import writable_dir
+from fillpdf_provider.storage import Store
 
 
 class FillOperator(BaseOperator):
@@ -21,11 +20,14 @@ class FillOperator(BaseOperator):
     :param values: field name to value (strings; booleans for checkboxes). Templated.
     :param output_path: path or URI of the PDF to write. Templated.
     :param flatten: draw the values into the page and drop the fields.
+    :param fill_on: in api mode, ``worker`` (default: the form is filled here by the
+        service's own engine) or ``service`` (a request, by conversion id).
+    :param storage_conn_id: connection for object-storage URIs that name none.
 
     XCom: ``{"output", "bytes", "sha256"}``.
     """
 
-    template_fields: Sequence[str] = ("template", "values", "output_path")
+    template_fields: Sequence[str] = ("template", "values", "output_path", "storage_conn_id")
     ui_color = "#eaf6ea"
 
     def __init__(
@@ -35,10 +37,14 @@ class FillOperator(BaseOperator):
         values: Mapping[str, Any],
         output_path: str,
         flatten: bool = False,
+        fill_on: str = "worker",
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
+        storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.fill_on = fill_on
+        self.storage_conn_id = storage_conn_id
         self.template = template
         self.values = values
         self.output_path = output_path
@@ -48,12 +54,12 @@ class FillOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import hashlib
 
-        form = open_form(FillPdfHook(self.fillpdf_conn_id), self.template)
+        form = open_form(FillPdfHook(self.fillpdf_conn_id), self.template,
+                         fill_on=self.fill_on, conn_id=self.storage_conn_id)  # fmt: skip
         data = form.fill(dict(self.values), flatten=self.flatten)
         target = PurePosixPath(str(self.output_path))
         parent = str(self.output_path)[: -len(target.name)].rstrip("/") or "."
-        with writable_dir(parent) as folder:
-            write_atomic(folder / target.name, data)
+        Store(parent, self.storage_conn_id).write(target.name, data)
         self.log.info("wrote %s (%d bytes)", self.output_path, len(data))
         return {"output": str(self.output_path), "bytes": len(data),
                 "sha256": hashlib.sha256(data).hexdigest()}  # fmt: skip

@@ -1,8 +1,11 @@
 """The form a fill starts from, in either mode: a conversion id, or a fillable PDF anywhere.
 
-Embedded, it is the engine's ``Template``. In api mode it is ``ApiForm``: the form's fields
-are known locally (so every row is checked and coerced the same way), and each fill is one
-request to the service.
+It is the engine's ``Template`` wherever the rows are filled on the worker: embedded, and in
+api mode by default, where the conversion's fillable PDF is downloaded once and filled by the
+same engine the service runs (fills are never metered, so the result is the service's,
+byte for byte, without a request per row). With ``fill_on="service"`` it is ``ApiForm``: the
+form's fields are known locally (so every row is checked and coerced the same way), and each
+fill is one request to the service, by conversion id.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.storage import read_bytes
+from fillpdf_provider.storage import read_bytes
+
+FILL_ON = ("worker", "service")
 
 
 def is_conversion_id(template: str) -> bool:
@@ -31,43 +36,45 @@ class ApiForm:
         fields: list[Field],
         page_count: int,
         *,
-        conversion_id: str | None = None,
-        pdf: bytes | None = None,
+        conversion_id: str,
         date_formats: Mapping[str, str | None] | None = None,
     ) -> None:
         self.hook = hook
         self.fields = fields
         self.page_count = page_count
         self.conversion_id = conversion_id
-        self.pdf = pdf
         self._date_formats = dict(date_formats or {})
 
     def date_format(self, field_name: str) -> str | None:
         return self._date_formats.get(field_name)
 
     def fill(self, values: Mapping[str, object], *, flatten: bool = False) -> bytes:
-        target: str | bytes = self.conversion_id if self.conversion_id else self.pdf or b""
-        fields = None if self.conversion_id else self.fields
         try:
-            return self.hook.fill(target, values, fields=fields, flatten=flatten)
+            return self.hook.fill(self.conversion_id, values, flatten=flatten)
         except InvalidRequest as exc:  # a bad row, not a broken batch
             raise FillPdfError(exc.message, param=exc.param) from None
 
 
-def open_form(hook: FillPdfHook, template: str) -> Template | ApiForm:
-    """The fillable form named by ``template`` (a conversion id, a path or a URI)."""
-    if is_conversion_id(template):
-        result = hook.get_conversion(template)
-        if hook.mode == "embedded":
-            return Template(result.pdf)
-        local = Template(result.pdf)
-        return ApiForm(hook, local.fields, local.page_count, conversion_id=template,
-                       date_formats=_date_formats(local))  # fmt: skip
-    pdf = read_bytes(template)
-    local = Template(pdf)
-    if hook.mode == "embedded":
+def open_form(
+    hook: FillPdfHook, template: str, *, fill_on: str = "worker", conn_id: str | None = None
+) -> Template | ApiForm:
+    """The fillable form named by ``template`` (a conversion id, a path or a URI), filled on
+    the worker or, with ``fill_on="service"`` in api mode, by the service."""
+    if fill_on not in FILL_ON:
+        raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
+    remote = fill_on == "service" and hook.mode == "api"
+    if not is_conversion_id(template):
+        if remote:
+            raise ValueError(
+                f"fill_on='service' fills a conversion by its id, and {template!r} is a file; "
+                "convert it first (ConvertOperator) and pass the conversion id, or fill on "
+                "the worker (fill_on='worker')."
+            )
+        return Template(read_bytes(template, conn_id))
+    local = Template(hook.get_conversion(template).pdf)
+    if not remote:
         return local
-    return ApiForm(hook, local.fields, local.page_count, pdf=pdf,
+    return ApiForm(hook, local.fields, local.page_count, conversion_id=template,
                    date_formats=_date_formats(local))  # fmt: skip
 
 

@@ -15,8 +15,8 @@ from airflow.sdk import BaseOperator, Context
 
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.storage import local_path, read_bytes, readable, storage_path
 from fillpdf_provider.quality.report import QualityReport, enforce, save_report
+from fillpdf_provider.storage import read_bytes, readable
 
 KINDS = ("input", "manifest", "schema")
 RESULTS_DIR = "_quality"
@@ -47,12 +47,13 @@ class QualityCheckOperator(BaseOperator):
     :param require_columns: fields a column must fill (input); see ``input_rows_check``.
     :param expected_rows: rows the manifest must have; default: as many as ``rows``.
     :param results: where to write the JSON results instead. Templated.
+    :param storage_conn_id: connection for object-storage URIs that name none.
 
     XCom: the report without GX's raw result (kind, success, rows, failures, seconds).
     """
 
     template_fields: Sequence[str] = (
-        "template", "rows", "output_dir", "schema", "mapping", "results",
+        "template", "rows", "output_dir", "schema", "mapping", "results", "storage_conn_id",
     )  # fmt: skip
     ui_color = "#e8f4ea"
 
@@ -69,6 +70,7 @@ class QualityCheckOperator(BaseOperator):
         expected_rows: int | None = None,
         results: str | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
+        storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         if kind not in KINDS:
@@ -88,9 +90,16 @@ class QualityCheckOperator(BaseOperator):
         self.expected_rows = expected_rows
         self.results = results
         self.fillpdf_conn_id = fillpdf_conn_id
+        self.storage_conn_id = storage_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         report = self.check()
+        # the location the user gave, not the temporary copy a remote file was read from
+        report.source = str(
+            self.rows if self.kind == "input"
+            else self._manifest() if self.kind == "manifest"
+            else self.schema or self.template
+        )  # fmt: skip
         target = self.results or (
             results_location(self.output_dir, self.kind) if self.output_dir else None
         )
@@ -106,22 +115,25 @@ class QualityCheckOperator(BaseOperator):
         from fillpdf_provider.quality import checks
 
         if self.kind == "input":
-            with readable(self.rows) as rows:  # type: ignore[arg-type]
+            with readable(self.rows, self.storage_conn_id) as rows:  # type: ignore[arg-type]
                 return checks.input_rows_check(
                     rows, self._fields(), self.mapping, require_columns=self.require_columns
                 )
         if self.kind == "manifest":
-            manifest = f"{str(self.output_dir).rstrip('/')}/manifest.parquet"
+            manifest = self._manifest()
             fields = self._fields() if self.template else None
-            with readable(manifest) as path:
+            with readable(manifest, self.storage_conn_id) as path:
                 if self.rows is None:
                     return checks.manifest_check(path, self.expected_rows)
-                with readable(self.rows) as rows:
+                with readable(self.rows, self.storage_conn_id) as rows:
                     return checks.manifest_check(
                         path, self.expected_rows, input_rows=rows,
                         template_fields=fields, mapping=self.mapping,
                     )  # fmt: skip
         return self._schema_check()
+
+    def _manifest(self) -> str:
+        return f"{str(self.output_dir).rstrip('/')}/manifest.parquet"
 
     def _hook(self) -> FillPdfHook:
         return FillPdfHook(self.fillpdf_conn_id)
@@ -130,7 +142,7 @@ class QualityCheckOperator(BaseOperator):
         """The form's fields; in api mode too, read locally: nothing is filled or billed."""
         from fillpdf_provider.operators.forms import open_form
 
-        return list(open_form(self._hook(), self.template).fields)  # type: ignore[arg-type]
+        return list(open_form(self._hook(), self.template, conn_id=self.storage_conn_id).fields)  # type: ignore[arg-type]
 
     def _schema_check(self) -> QualityReport:
         from fillpdf_provider.engine.filler import Template
@@ -144,21 +156,13 @@ class QualityCheckOperator(BaseOperator):
             conversion = self._hook().get_conversion(template)
             pdf, entries = conversion.pdf, list(conversion.schema)
         else:
-            pdf = read_bytes(template)
+            pdf = read_bytes(template, self.storage_conn_id)
         if self.schema:
-            data = json.loads(read_bytes(self.schema))
+            data = json.loads(read_bytes(self.schema, self.storage_conn_id))
             entries = data["schema"] if isinstance(data, dict) else data
         if entries is None:
             entries = list(Template(pdf).fields)
         return schema_check(entries, page_boxes(pdf), source=self.schema or template)
 
     def _save(self, report: QualityReport, target: str) -> None:
-        local = local_path(target)
-        if local is not None:
-            save_report(report, local)
-            return
-        report.saved_to = target  # object stores replace an object whole: no temp name
-        remote = storage_path(target)
-        remote.parent.mkdir(parents=True, exist_ok=True)
-        with remote.open("wb") as out:
-            out.write(report.to_json().encode("utf-8"))
+        save_report(report, target, self.storage_conn_id)

@@ -8,10 +8,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from fillpdf_provider.engine.filler import write_atomic
 
 TITLES = {"schema": "Schema", "input": "Input rows", "manifest": "Manifest"}
 SHOWN_ROWS = 10  # row ids in a summary line; the JSON keeps GX's sample of 20
@@ -143,22 +140,31 @@ class QualityReport:
         return json.dumps(_plain(data), indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def save_report(report: QualityReport, path: str | os.PathLike[str]) -> Path:
-    """Write the report's JSON atomically (temporary name, then rename)."""
-    target = Path(path)
-    report.saved_to = str(target)
-    write_atomic(target, report.to_json().encode("utf-8"))
-    return target
+def save_report(
+    report: QualityReport, location: str | os.PathLike[str], conn_id: str | None = None
+) -> str:
+    """Publish the report's JSON whole at ``location``, a local path or an object-storage URI."""
+    from fillpdf_provider.storage import Store
+
+    text = str(location)
+    parent, _, name = text.replace("\\", "/").rpartition("/")
+    Store(parent or ".", conn_id).write(name, report.to_json().encode("utf-8"))
+    report.saved_to = text
+    return text
 
 
-def enforce(report: QualityReport, save_to: str | os.PathLike[str] | None = None) -> QualityReport:
+def enforce(
+    report: QualityReport,
+    save_to: str | os.PathLike[str] | None = None,
+    conn_id: str | None = None,
+) -> QualityReport:
     """Save the results if asked, then fail the task with the summary if the check failed.
 
     ``AirflowFailException`` fails the task without retries: the data will not improve by
     trying again.
     """
     if save_to is not None:
-        save_report(report, save_to)
+        save_report(report, save_to, conn_id)
     if not report.success:
         from airflow.sdk.exceptions import AirflowFailException
 

@@ -9,8 +9,8 @@ from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.storage import expand, read_bytes
 from fillpdf_provider.quota import pages_of, report_gauges
+from fillpdf_provider.storage import expand, read_bytes
 from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger
 
 

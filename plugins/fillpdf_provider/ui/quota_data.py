@@ -49,7 +49,7 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
         settings = (
             connection_settings(conn, conn_id)
             if conn is not None
-            else {"mode": "embedded", "store_dir": None}
+            else {"mode": "embedded", "conversions_uri": None}
         )
         row["mode"] = settings["mode"]
         row["base_url"] = settings.get("base_url") or None

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""The mail-merge at scale: the DAG against ``fillpdf batch``, memory, merge and API mode.
+
+1. ``--rows`` (10,000 and 100,000 by default) rows through the ``fillpdf_mail_merge`` DAG
+   (``airflow dags test``, a fresh Airflow home, ``--chunks`` mapped chunks, the input and
+   manifest checks included) and through ``fillpdf batch`` on the same rows, each in its own
+   process: rows/s from the wall time of the whole process, DAG ÷ batch (goal >= 0.8x).
+2. Peak memory of each DAG run: the summed RSS of the process tree, sampled every 0.1 s;
+   the largest run ÷ the smallest (goal <= 1.3x).
+3. ``merge_manifests`` on each run's chunk manifests, best of three: the largest ÷ the
+   smallest (goal <= 12x for 10x the rows: linear).
+4. API mode: a conversion on a running service (``fillpdf serve`` on 127.0.0.1), ``--api-rows``
+   rows through ``BatchFillOperator`` with ``fill_on="worker"`` (the form downloaded once)
+   against the same rows embedded (goal >= 0.5x), and ``fill_on="service"`` (a request a
+   row) for reference; every PDF of a sample compared with the service's own fill.
+
+The rows cycle ``include/sample_rows.csv`` with a row number in each name, as Parquet.
+Figures are ratios within one run; the machine's other load moves the absolute ones.
+
+    .venv/bin/python benchmarks/mail_merge_bench.py [--rows 10000,100000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "tests")]
+
+from benchmarks.machine import Report, machine_info, progress  # noqa: E402
+
+INCLUDE = REPO_ROOT / "include"
+BIN = Path(sys.executable).parent
+DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "mail_merge_bench.txt"
+
+
+def make_rows(count: int, path: Path) -> Path:
+    base = pd.read_csv(INCLUDE / "sample_rows.csv", dtype=str, keep_default_na=False)
+    rows = base.iloc[[i % len(base) for i in range(count)]].reset_index(drop=True)
+    rows["full_name"] = rows["full_name"].str.slice(0, 30) + " " + pd.Series(
+        range(1, count + 1)
+    ).astype(str)
+    pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), path)
+    return path
+
+
+def run_measured(args: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """(seconds, peak summed RSS in MB of the process and its children)."""
+    started = time.perf_counter()
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        root = psutil.Process(process.pid)
+        peak = 0
+        while process.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            except psutil.Error:
+                pass
+            time.sleep(0.1)
+    seconds = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"{args[:3]} failed; see {log}:\n{log.read_text()[-3000:]}")
+    return seconds, peak / 2**20
+
+
+def airflow_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN"))}
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__DAGS_FOLDER=str(REPO_ROOT / "dags"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__LOGGING__LOGGING_LEVEL="WARNING",
+    )
+    return env
+
+
+def merge_seconds(output: Path) -> float:
+    from fillpdf_provider.operators import merge_manifests
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        merge_manifests(str(output))
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def scale(args: argparse.Namespace, work: Path, report: Report) -> list[tuple[str, str, bool]]:
+    home = work / "airflow-home"
+    home.mkdir()
+    env = airflow_env(home)
+    subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    report("== the DAG against fillpdf batch (whole processes, wall time)")
+    figures = {}
+    for count in args.rows:
+        rows = make_rows(count, work / f"rows-{count}.parquet")
+        progress(f"{count:,} rows through the DAG")
+        out = work / f"dag-{count}"
+        conf = {"rows": str(rows), "output": str(out), "chunks": args.chunks}
+        dag_s, dag_mb = run_measured(
+            [str(BIN / "airflow"), "dags", "test", "fillpdf_mail_merge", "-c", json.dumps(conf)],
+            env, work / f"dag-{count}.log",
+        )  # fmt: skip
+        ok = pq.read_table(out / "manifest.parquet").column("status").to_pylist().count("ok")
+        progress(f"{count:,} rows through fillpdf batch")
+        batch_s, batch_mb = run_measured(
+            [str(BIN / "fillpdf"), "batch", str(INCLUDE / "sample_form.pdf"), str(rows),
+             "--out-dir", str(work / f"batch-{count}")],
+            env, work / f"batch-{count}.log",
+        )  # fmt: skip
+        merge_s = merge_seconds(out)
+        figures[count] = (dag_s, dag_mb, batch_s, merge_s)
+        report(
+            f"  {count:>9,} rows: DAG {count / dag_s:7,.0f} rows/s ({dag_s:6.1f} s, {ok:,} ok, "
+            f"peak {dag_mb:6.0f} MB); batch {count / batch_s:7,.0f} rows/s ({batch_s:6.1f} s, "
+            f"peak {batch_mb:5.0f} MB); DAG ÷ batch {batch_s / dag_s:4.2f}x; "
+            f"merge {merge_s * 1000:7.1f} ms"
+        )
+    small, large = min(figures), max(figures)
+    rss = figures[large][1] / figures[small][1]
+    merge = figures[large][3] / figures[small][3]
+    speed = figures[large][2] / figures[large][0]
+    return [
+        (f"DAG ÷ fillpdf batch at {large:,} rows", f"{speed:.2f}x (goal >= 0.8x)", speed >= 0.8),
+        (f"peak RSS {large:,} ÷ {small:,}", f"{rss:.2f}x (goal <= 1.3x)", rss <= 1.3),
+        (f"merge time {large:,} ÷ {small:,}", f"{merge:.2f}x for {large // small}x the rows "
+         "(goal <= 12x)", merge <= 12),
+    ]  # fmt: skip
+
+
+def api_mode(args: argparse.Namespace, work: Path, report: Report) -> list[tuple[str, str, bool]]:
+    from flatkit import flat_form, flat_form_schema
+    from servicekit import start_server
+
+    server = start_server(work / "service")
+    os.environ["FILLPDF_EMBEDDED_STORE"] = str(work / "embedded")
+    try:
+        key = server.create_key("enterprise", pages_included=100000, rate_limit_per_minute=10**6)
+        conn = {"conn_type": "fillpdf", "host": server.base_url, "password": key}
+        os.environ["AIRFLOW_CONN_FILLPDF_DEFAULT"] = json.dumps(conn)
+        from fillpdf_provider.hooks.fillpdf import FillPdfHook
+        from fillpdf_provider.operators import BatchFillOperator
+
+        hook = FillPdfHook()
+        conversion = hook.convert(flat_form(2), schema=flat_form_schema())
+        texts = [f.name for f in conversion.schema if f.type == "text"]
+        rows = [{n: f"{n} {i}" for n in texts} for i in range(1, args.api_rows + 1)]
+        path = work / "api-rows.parquet"
+        pq.write_table(pa.Table.from_pylist(rows), path)
+        form = work / "conversion.pdf"
+        form.write_bytes(conversion.pdf)
+
+        def timed(template: str, out: str, count: int | None = None, **kw: object) -> float:
+            source = path
+            if count is not None:
+                source = work / f"api-rows-{count}.parquet"
+                pq.write_table(pa.Table.from_pylist(rows[:count]), source)
+            started = time.perf_counter()
+            BatchFillOperator(task_id="t", template=template, rows=str(source),
+                              output_dir=str(work / out), **kw).execute(context={})  # type: ignore[arg-type]  # fmt: skip
+            return time.perf_counter() - started
+
+        progress(f"{args.api_rows:,} rows, api mode, filled on the worker")
+        worker_s = timed(conversion.conversion_id, "api-worker")
+        progress(f"{args.service_rows:,} rows, api mode, a request a row")
+        service_s = timed(conversion.conversion_id, "api-service", args.service_rows,
+                          fill_on="service")  # fmt: skip
+        del os.environ["AIRFLOW_CONN_FILLPDF_DEFAULT"]
+        progress(f"{args.api_rows:,} rows embedded")
+        embedded_s = timed(str(form), "embedded")
+        os.environ["AIRFLOW_CONN_FILLPDF_DEFAULT"] = json.dumps(conn)
+        sample = range(1, min(args.identity_rows, args.api_rows) + 1)
+        same = sum(
+            hashlib.sha256(hook.fill(conversion.conversion_id, rows[i - 1])).digest()
+            == hashlib.sha256((work / "api-worker" / f"{i}.pdf").read_bytes()).digest()
+            for i in sample
+        )
+    finally:
+        server.stop()
+    ratio = embedded_s / worker_s
+    report("== API mode (a conversion on the service)")
+    report(f"  filled on the worker  {args.api_rows / worker_s:7,.0f} rows/s")
+    report(f"  embedded              {args.api_rows / embedded_s:7,.0f} rows/s")
+    report(f"  a request a row       {args.service_rows / service_s:7,.0f} rows/s "
+                f"({args.service_rows} rows)")  # fmt: skip
+    report(f"  identical to the service's own fill: {same} of {len(sample)} sampled rows")
+    return [
+        ("API mode ÷ embedded", f"{ratio:.2f}x (goal >= 0.5x)", ratio >= 0.5),
+        ("PDFs identical to the service's fill", f"{same} of {len(sample)}", same == len(sample)),
+    ]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--rows", default="10000,100000", help="row counts, comma-separated")
+    p.add_argument("--chunks", type=int, default=4)
+    p.add_argument("--api-rows", type=int, default=1000)
+    p.add_argument("--service-rows", type=int, default=200)
+    p.add_argument("--identity-rows", type=int, default=1000)
+    p.add_argument("--quick", action="store_true", help="2,000 and 10,000 rows, 200 API rows")
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="report file, or - for stdout only")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.rows, args.api_rows, args.service_rows, args.identity_rows = "2000,10000", 200, 50, 50
+    args.rows = sorted(int(n) for n in args.rows.split(","))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = Report()
+    m = machine_info(["apache-airflow", "pypdf", "pyarrow", "great_expectations"])
+    report("Mail-merge benchmark")
+    report(f"  python {m['python']} ({m['implementation']}), {m['cpu_count']} CPUs "
+           f"(load {m['load_avg_1m']}), {m['memory_gb']} GB, {m['platform']}")  # fmt: skip
+    report("  " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v))
+    report(f"  settings: rows {args.rows}, chunks {args.chunks}, api rows {args.api_rows}")
+    with tempfile.TemporaryDirectory(prefix="fillpdf-merge-bench-") as folder:
+        work = Path(folder)
+        gates = scale(args, work, report) + api_mode(args, work, report)
+    report("== goals")
+    for name, figure, ok in gates:
+        report(f"  {'PASS' if ok else 'FAIL'}  {name}: {figure}")
+    text = report.text()
+    if args.out != "-":
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""Inputs and outputs anywhere Airflow's ObjectStoragePath reaches: local paths, file://,
+s3://, gs://...
+
+A remote location is reached through an Airflow connection: the one named in the URI
+(``s3://my_conn@bucket/key``), else the one given as ``conn_id``, else the scheme's standard
+connection (``aws_default`` for s3). Inputs are streamed to a private temporary file when the
+engine needs a file; outputs go to the store as whole objects. Nothing is ever written to a
+local path made from a URI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import glob
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from airflow.sdk import ObjectStoragePath
+
+from fillpdf_provider.engine.filler import write_atomic
+
+LOCAL_PROTOCOLS = ("", "file", "local")
+# The connection Airflow's own providers use for a scheme when none is named.
+DEFAULT_CONN_IDS = {
+    "s3": "aws_default",
+    "s3a": "aws_default",
+    "gs": "google_cloud_default",
+    "gcs": "google_cloud_default",
+    "abfs": "wasb_default",
+    "az": "wasb_default",
+    "wasb": "wasb_default",
+}
+COPY_BUFFER = 1 << 20
+# A batch's small files go to a remote store in groups, uploaded concurrently by the
+# filesystem (one request each, many at a time): one at a time, a round trip per file
+# would be the whole cost of a row.
+UPLOAD_GROUP_FILES = 64
+UPLOAD_GROUP_BYTES = 16 << 20
+
+
+class UploadError(RuntimeError):
+    """Files a batch made could not be stored. Not an ``OSError`` on purpose: a row's own
+    failure is recorded and the batch goes on, but this one fails the batch."""
+
+
+def storage_path(location: str | os.PathLike[str], conn_id: str | None = None) -> ObjectStoragePath:
+    """``location`` as an ObjectStoragePath bound to its connection (see the module doc)."""
+    text = str(location)
+    parts = urlsplit(text)
+    if "@" in parts.netloc:  # the URI names its connection
+        return ObjectStoragePath(text)
+    conn = conn_id or DEFAULT_CONN_IDS.get(parts.scheme.lower())
+    return ObjectStoragePath(text, conn_id=conn) if conn else ObjectStoragePath(text)
+
+
+def local_path(location: str | os.PathLike[str]) -> Path | None:
+    """The local path of ``location``, or None if it lives in remote storage."""
+    text = str(location)
+    if "://" not in text:
+        return Path(text)
+    parts = urlsplit(text)
+    return Path(parts.path) if parts.scheme.lower() in LOCAL_PROTOCOLS else None
+
+
+def read_bytes(location: str | os.PathLike[str], conn_id: str | None = None) -> bytes:
+    local = local_path(location)
+    if local is not None:
+        if not local.is_file():
+            raise FileNotFoundError(f"No such file: {location}")
+        return local.read_bytes()
+    path = storage_path(location, conn_id)
+    if not path.is_file():
+        raise FileNotFoundError(f"No such object: {location}")
+    return path.read_bytes()
+
+
+@contextlib.contextmanager
+def readable(location: str | os.PathLike[str], conn_id: str | None = None) -> Iterator[Path]:
+    """A local file with the contents of ``location`` (remote files are copied, then removed)."""
+    local = local_path(location)
+    if local is not None:
+        if not local.exists():
+            raise FileNotFoundError(f"No such file: {location}")
+        yield local
+        return
+    source = storage_path(location, conn_id)
+    if not source.is_file():
+        raise FileNotFoundError(f"No such object: {location}")
+    with tempfile.TemporaryDirectory(prefix="fillpdf-in-") as folder:
+        target = Path(folder) / source.name
+        with source.open("rb") as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, COPY_BUFFER)
+        yield target
+
+
+class Store:
+    """A folder of outputs, local or in object storage, that only ever shows whole files.
+
+    Locally each file is written to a temporary name and renamed. In an object store an
+    object appears only when its upload completes, so a key is written once, whole.
+    ``Store`` is also the engine's output sink (``write`` and ``publish``). With ``batched``,
+    remote writes are grouped and uploaded concurrently; ``publish`` and ``flush`` upload
+    what is pending first, so a manifest is never published before the files it lists.
+    """
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        conn_id: str | None = None,
+        *,
+        batched: bool = False,
+    ) -> None:
+        self.location = str(location).rstrip("/") or str(location)
+        self.local = local_path(location)
+        self.remote = None if self.local is not None else storage_path(location, conn_id)
+        self.batched = batched
+        self._pending: dict[str, bytes] = {}
+        self._pending_bytes = 0
+
+    def __repr__(self) -> str:
+        return f"Store({self.location!r})"
+
+    def uri(self, name: str) -> str:
+        return f"{self.location}/{name}"
+
+    def write(self, name: str, data: bytes) -> None:
+        """Publish ``data`` under ``name`` (a relative, /-separated name)."""
+        if self.local is not None:
+            write_atomic(self.local / name, data)
+            return
+        assert self.remote is not None
+        if not self.batched:
+            (self.remote / name).write_bytes(data)
+            return
+        self._pending[(self.remote / name).path] = data
+        self._pending_bytes += len(data)
+        if len(self._pending) >= UPLOAD_GROUP_FILES or self._pending_bytes >= UPLOAD_GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Upload every pending file (each one whole; all of them before this returns)."""
+        if not self._pending:
+            return
+        assert self.remote is not None
+        pending, self._pending, self._pending_bytes = self._pending, {}, 0
+        try:
+            self.remote.fs.pipe(pending)
+        except Exception as exc:  # not a bad row: the files before it are not stored either
+            raise UploadError(
+                f"Uploading {len(pending)} files to {self.location} failed ({exc}); nothing "
+                "was published for them and the task can run again."
+            ) from exc
+
+    def publish(self, name: str, path: Path) -> None:
+        """Move the finished local file ``path`` to ``name`` (it is gone from ``path`` after)."""
+        if self.local is not None:
+            target = self.local / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(path, target)
+            except OSError:  # another file system: copy beside the target, then rename
+                write_atomic(target, path.read_bytes())
+                path.unlink()
+            return
+        assert self.remote is not None
+        self.flush()
+        with path.open("rb") as src, (self.remote / name).open("wb") as dst:
+            shutil.copyfileobj(src, dst, COPY_BUFFER)
+        path.unlink()
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A private local folder for files that are built before they are published (beside
+        the outputs when they are local, so publishing is a rename)."""
+        parent = None
+        if self.local is not None:
+            self.local.mkdir(parents=True, exist_ok=True)
+            parent = self.local
+        with tempfile.TemporaryDirectory(prefix=".fillpdf-staging-", dir=parent) as folder:
+            yield Path(folder)
+
+    def scratch(self) -> Path | None:
+        """Where the engine builds a file before publishing it (None: the system's temp)."""
+        if self.local is None:
+            return None
+        self.local.mkdir(parents=True, exist_ok=True)
+        return self.local
+
+    def exists(self, name: str) -> bool:
+        if self.local is not None:
+            return (self.local / name).is_file()
+        assert self.remote is not None
+        return (self.remote / name).is_file()
+
+    def read_bytes(self, name: str) -> bytes:
+        if self.local is not None:
+            return (self.local / name).read_bytes()
+        assert self.remote is not None
+        return (self.remote / name).read_bytes()
+
+    @contextlib.contextmanager
+    def readable(self, name: str) -> Iterator[Path]:
+        with readable(self.local / name if self.local is not None else self.remote / name) as p:
+            yield p
+
+    def names(self, folder: str, pattern: str = "*") -> list[str]:
+        """Names of the files in ``folder`` matching ``pattern``, sorted (no recursion)."""
+        if self.local is not None:
+            base = self.local / folder
+            if not base.is_dir():
+                return []
+            return sorted(p.name for p in base.iterdir() if p.is_file()
+                          and fnmatch.fnmatch(p.name, pattern))  # fmt: skip
+        assert self.remote is not None
+        base = self.remote / folder
+        if not base.exists():
+            return []
+        return sorted(p.name for p in base.iterdir() if fnmatch.fnmatch(p.name, pattern))
+
+    def remove(self, name: str) -> None:
+        if self.local is not None:
+            (self.local / name).unlink(missing_ok=True)
+            return
+        assert self.remote is not None
+        with contextlib.suppress(FileNotFoundError):
+            (self.remote / name).unlink()
+
+
+def expand(patterns: str | list[str], conn_id: str | None = None) -> list[str]:
+    """Paths, globs and URIs to a sorted list of files (a glob that matches nothing is an
+    error: a typo should not look like an empty inbox)."""
+    items = [patterns] if isinstance(patterns, str) else list(patterns)
+    found: list[str] = []
+    for item in items:
+        if not any(ch in str(item) for ch in "*?["):
+            found.append(str(item))
+            continue
+        local = local_path(item)
+        if local is not None:
+            matches = sorted(glob.glob(str(local)))
+        else:
+            prefix = str(item).split("*", 1)[0].rsplit("/", 1)[0]
+            root = storage_path(prefix, conn_id)
+            pattern = str(item)[len(prefix) :].lstrip("/")
+            base = root.path.rstrip("/")
+            found_paths = (p.path[len(base) :].lstrip("/") for p in root.glob(pattern))
+            matches = sorted(f"{prefix}/{rest}" for rest in found_paths)
+        if not matches:
+            raise FileNotFoundError(f"No file matches {item!r}.")
+        found.extend(matches)
+    return sorted(dict.fromkeys(found))
