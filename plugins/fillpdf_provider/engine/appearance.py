@@ -9,6 +9,7 @@ honoured through the form's ``/Matrix``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Protocol
@@ -160,26 +161,65 @@ def _fit_single(box: Box, font: Font, size: float, width_at_1: float) -> float:
     return max(size, MIN_SIZE)
 
 
+class TextTooLong(ValueError):
+    """A value that cannot be shown in its box even at the smallest size."""
+
+
+def _char_width(font: Font, char: str, cache: dict[str, float]) -> float:
+    width = cache.get(char)
+    if width is None:
+        codes = font.encode(char)
+        width = cache[char] = font.width(codes) if codes else 0.0
+    return width
+
+
 def _wrap(text: str, font: Font, size: float, room: float) -> list[str]:
+    """Lines of ``text`` that fit ``room`` at ``size``: words move to the next line, and a word
+    wider than the line is cut. Linear in the text's length, however long its words."""
     lines: list[str] = []
+    cache: dict[str, float] = {}
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     for paragraph in text.split("\n"):
         line = ""
         for word in paragraph.split(" "):
             candidate = f"{line} {word}" if line else word
-            if _measure(font, candidate) * size <= room or not line:
+            if not line or _measure(font, candidate) * size <= room:
                 line = candidate
             else:
                 lines.append(line)
                 line = word
-            while _measure(font, line) * size > room and len(line) > 1:
-                cut = len(line) - 1
-                while cut > 1 and _measure(font, line[:cut]) * size > room:
-                    cut -= 1
+            while len(line) > 1:
+                cut = _fitting_prefix(line, font, size, room, cache)
+                if cut == len(line):
+                    break
                 lines.append(line[:cut])
                 line = line[cut:]
         lines.append(line)
     return lines
+
+
+def _fitting_prefix(line: str, font: Font, size: float, room: float, cache: dict) -> int:
+    """How many characters of ``line`` fit ``room`` (all of them, or at most all but one and at
+    least one): one pass, summing widths in order as ``Font.width`` does."""
+    total = 0.0
+    for index, char in enumerate(line):
+        total += _char_width(font, char, cache)
+        if total * size > room:
+            return max(1, min(index, len(line) - 1))
+    return len(line)
+
+
+def _ink_width(font: Font, text: str) -> tuple[float, float]:
+    """(summed width of the characters that take room on a line, the widest), at 1 pt."""
+    cache: dict[str, float] = {}
+    ink, widest = 0.0, 0.0
+    for char in text:
+        if char in " \n\r\t":
+            continue
+        width = _char_width(font, char, cache)
+        ink += width
+        widest = max(widest, width)
+    return ink, widest
 
 
 def _measure(font: Font, text: str) -> float:
@@ -265,7 +305,26 @@ def _multiline(box: Box, style: TextStyle, text: str) -> list[bytes]:
     room_w = box.width - 2 * box.padding
     room_h = box.height - 2 * box.padding
     size = da.size or AUTO_MAX_SIZE
+    ink, widest = _ink_width(font, text)
+
+    def cannot_fit(at: float) -> bool:
+        """True when even perfectly packed lines would overflow (no line is wider than the
+        box unless one character is, so the lines are at least ink / room)."""
+        if widest * at > room_w or room_w <= 0:
+            return False  # the bound does not hold: wrap and see
+        return math.ceil(ink * at / room_w - 1e-9) * at * LEADING > room_h + at * 0.3
+
+    if cannot_fit(MIN_SIZE):
+        lines_max = max(1, int((room_h + MIN_SIZE * 0.3) / (MIN_SIZE * LEADING)))
+        holds = int(len(text) * lines_max * room_w / (ink * MIN_SIZE))
+        raise TextTooLong(
+            f"{len(text):,} characters can't be shown in this box even at {MIN_SIZE:g} pt (it "
+            f"holds about {holds:,}); shorten the value or use a larger field."
+        )
     while True:
+        if size > MIN_SIZE and cannot_fit(size):
+            size = max(MIN_SIZE, size - (0.5 if size > 4 else 0.25))
+            continue
         lines = _wrap(text, font, size, room_w)
         if len(lines) * size * LEADING <= room_h + size * 0.3 or size <= MIN_SIZE:
             break

@@ -21,6 +21,7 @@ from fillpdf_provider.engine.appearance import (
     Box,
     DefaultAppearance,
     TextStyle,
+    TextTooLong,
     check_stream,
     form_xobject,
     listbox_stream,
@@ -193,13 +194,16 @@ class Template:
                 top = int(wp.widget.obj.get("/TI", 0) or 0)
                 content = listbox_stream(wp.box, style, plan.items, selected, top)
             else:
-                content = text_stream(
-                    wp.box,
-                    style,
-                    shown,
-                    multiline=form_field.multiline,
-                    comb=form_field.max_length if form_field.comb else None,
-                )
+                try:
+                    content = text_stream(
+                        wp.box,
+                        style,
+                        shown,
+                        multiline=form_field.multiline,
+                        comb=form_field.max_length if form_field.comb else None,
+                    )
+                except TextTooLong as exc:
+                    raise FieldValueError(form_field.name, str(exc)) from None
             resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode))
             ap = row.add(form_xobject(wp.box, content, resources))
             row.drawn[wp.number] = (ap, wp.box)
