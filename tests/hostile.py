@@ -183,6 +183,54 @@ def content_bomb(megabytes: int = 512) -> bytes:
     return _pdf(_one_page(contents=_stream(data, b" /Filter /FlateDecode")))
 
 
+def _bomb_data(megabytes: int) -> bytes:
+    """Flate data of ``_TEXT`` and then ``megabytes`` MB of spaces (see ``content_bomb``)."""
+    chunk = b" " * (1 << 20)
+    packer = zlib.compressobj(9)
+    head = packer.compress(_TEXT) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH)
+    checksum = zlib.adler32(_TEXT)
+    for _ in range(megabytes):
+        checksum = zlib.adler32(chunk, checksum)
+    return head + block * megabytes + b"\x03\x00" + checksum.to_bytes(4, "big")
+
+
+def chain_bomb_flate(megabytes: int = 512) -> bytes:
+    """Filter chains: a bomb compressed once more, ``[/FlateDecode /FlateDecode]``: the first
+    stage gives a harmless half megabyte, the second the gigabytes."""
+    data = zlib.compress(_bomb_data(megabytes), 9)
+    return _pdf(_one_page(contents=_stream(data, b" /Filter [/FlateDecode /FlateDecode]")))
+
+
+def chain_bomb_hex(megabytes: int = 512) -> bytes:
+    """Filter chains: a bomb written in hex, ``[/ASCIIHexDecode /FlateDecode]``."""
+    data = _bomb_data(megabytes).hex().encode() + b">"
+    return _pdf(_one_page(contents=_stream(data, b" /Filter [/ASCIIHexDecode /FlateDecode]")))
+
+
+def run_length_bomb(megabytes: int = 128) -> bytes:
+    """RunLength: two bytes repeat a space 128 times, so 2 MB of them inflate to 128 MB."""
+    data = b"\x81 " * (megabytes * (1 << 20) // 128) + b"\x80"
+    return _pdf(_one_page(contents=_stream(data, b" /Filter /RunLengthDecode")))
+
+
+def many_page_bomb(pages: int = 5, megabytes: int = 60) -> bytes:
+    """A file whose pages each stay under the page budget and add up past the file's."""
+    kids = b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+    ]
+    data = _bomb_data(megabytes)
+    font = 3 + 2 * pages
+    for i in range(pages):
+        objects.append(_PAGE.replace(b"/Contents 4 0 R", b"/Contents %d 0 R" % (4 + 2 * i))
+                       .replace(b"5 0 R", b"%d 0 R" % font))  # fmt: skip
+        objects.append(_stream(data, b" /Filter /FlateDecode"))
+    objects.append(_FONT)
+    return _pdf(objects)
+
+
 def content_bomb_large() -> bytes:
     """Decompression limits past a 2 GB cap: the same kind of bomb, ~0.8 MB inflating to 768 MB."""
     return content_bomb(768)
@@ -210,6 +258,10 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "page_count_lie": page_count_lie,
     "content_bomb": content_bomb,
     "content_bomb_large": content_bomb_large,
+    "chain_bomb_flate": chain_bomb_flate,
+    "chain_bomb_hex": chain_bomb_hex,
+    "run_length_bomb": run_length_bomb,
+    "many_page_bomb": many_page_bomb,
     "not_a_pdf": not_a_pdf,
     "empty_file": empty_file,
 }
