@@ -51,9 +51,9 @@ DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "mail_merge_bench.txt"
 def make_rows(count: int, path: Path) -> Path:
     base = pd.read_csv(INCLUDE / "sample_rows.csv", dtype=str, keep_default_na=False)
     rows = base.iloc[[i % len(base) for i in range(count)]].reset_index(drop=True)
-    rows["full_name"] = rows["full_name"].str.slice(0, 30) + " " + pd.Series(
-        range(1, count + 1)
-    ).astype(str)
+    rows["full_name"] = (
+        rows["full_name"].str.slice(0, 30) + " " + pd.Series(range(1, count + 1)).astype(str)
+    )
     pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), path)
     return path
 

@@ -270,9 +270,7 @@ def _redis(root: Path) -> Iterator[int]:
         process.wait(10)
 
 
-def _common_env(
-    metadata_url: str, redis_port: int, api_port: int, root: Path
-) -> dict[str, str]:
+def _common_env(metadata_url: str, redis_port: int, api_port: int, root: Path) -> dict[str, str]:
     from cryptography.fernet import Fernet
 
     secrets = {**SECRETS, "AIRFLOW_FERNET_KEY": Fernet.generate_key().decode()}

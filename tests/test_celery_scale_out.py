@@ -32,7 +32,7 @@ ROWS = 2000
 CHUNKS = 8
 
 # Converted on worker 1, filled on worker 2, through a conversions store they share.
-SHARED_CONVERSION_DAG = '''
+SHARED_CONVERSION_DAG = """
 from airflow.sdk import dag
 
 from fillpdf_provider.operators import ConvertOperator, FillOperator
@@ -52,7 +52,7 @@ def fillpdf_shared_conversion():
 
 
 fillpdf_shared_conversion()
-'''
+"""
 
 
 @pytest.fixture(scope="module")

@@ -114,7 +114,7 @@ def test_every_airflow_process_shares_the_keys_and_writes_to_the_s3_store() -> N
     aws = json.loads(env["AIRFLOW_CONN_AWS_DEFAULT"])
     assert aws["extra"]["endpoint_url"] == "http://s3:5000"
     assert env["FILLPDF_MAIL_MERGE_OUTPUT"].startswith("s3://fillpdf/")
-    assert "Bucket=\"fillpdf\"" in " ".join(SERVICES["s3-init"]["command"])
+    assert 'Bucket="fillpdf"' in " ".join(SERVICES["s3-init"]["command"])
 
 
 def test_the_image_installs_this_repository() -> None:

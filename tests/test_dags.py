@@ -111,8 +111,10 @@ def bad_rows_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("limit", "state"), [(0, "failed"), (2, "failed"), (3, "success"),
-                                             (0.5, "success"), (0.4, "failed")])
+@pytest.mark.parametrize(
+    ("limit", "state"),
+    [(0, "failed"), (2, "failed"), (3, "success"), (0.5, "success"), (0.4, "failed")],
+)
 def test_bad_rows_fail_the_run_past_max_failed_rows_and_the_rest_complete(
     dagbag, mode: str, tmp_path: Path, limit: float, state: str
 ) -> None:

@@ -102,9 +102,7 @@ def test_mail_merge_dag_with_everything_on_s3(
     no_local_uri_folders(tmp_path, Path(os.environ["AIRFLOW_HOME"]), Path.cwd())
 
 
-def test_a_missing_chunk_manifest_is_named_and_nothing_is_merged(
-    s3: S3Server, bucket: str
-) -> None:
+def test_a_missing_chunk_manifest_is_named_and_nothing_is_merged(s3: S3Server, bucket: str) -> None:
     output = f"s3://{bucket}/chunked"
     chunks = plan_chunks(f"s3://{bucket}/in/rows.csv", chunks=4)
     for chunk in chunks:

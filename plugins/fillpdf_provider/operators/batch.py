@@ -96,8 +96,7 @@ def failure_limit(max_failed_rows: int | float | str | None, rows: int) -> int:
         return int(value * rows)
     if value != int(value):
         raise ValueError(
-            f"max_failed_rows {max_failed_rows!r} is neither a whole count nor a fraction "
-            "below 1."
+            f"max_failed_rows {max_failed_rows!r} is neither a whole count nor a fraction below 1."
         )
     return int(value)
 
