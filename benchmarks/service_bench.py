@@ -19,6 +19,17 @@ Then the engine alone: ``Template(bytes)`` compiled once from the converted PDF 
 its ``document_url``) and ``fill(values)`` with the same values, single thread, in this process.
 The overhead lines divide the service's figures by the engine's.
 
+Then, once the service is stopped (never both servers at once), the floor of the web stack:
+``benchmarks/bare_app.py``, a FastAPI app with no database, auth or middleware whose
+``POST /v1/fill`` parses the JSON body and returns the service's own filled PDF and whose
+``GET /v1/account`` returns a dict of the same fields, under ``uvicorn.run`` with the keyword
+arguments of ``fillpdf serve`` (cli.py ``_cmd_serve``: factory, host 127.0.0.1, the same
+``--workers``, ``uvicorn_log_config``, no access log, no server header, the same graceful
+shutdown). Phases 1 and 2 run against it with the same concurrency, warm-up, counts and
+validity checks, and the report divides the service's requests/s by the bare app's (the goal
+for fill by ``conversion_id`` is >= 0.5x) and puts the p50 latencies side by side.
+``--skip-bare`` leaves it out.
+
 Run it from the repository root (see benchmarks/README.md)::
 
     .venv/bin/python benchmarks/service_bench.py [--json out/service.json]
@@ -30,7 +41,10 @@ import argparse
 import asyncio
 import json
 import math
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +78,11 @@ KEY_LIMITS: dict[str, Any] = {
 }
 #: Warn when other processes kept more than this many cores busy during a timed part.
 OTHER_LOAD_WARN = 0.15
+#: The goal for fill by conversion id: service fills/s at least this share of the bare
+#: FastAPI app's on the same uvicorn settings.
+BARE_FILL_GOAL = 0.5
+#: Client cores busy at which the load generator (one asyncio loop) is the bottleneck.
+CLIENT_BOUND = 0.9
 VERSION_DISTS = (
     "fastapi",
     "uvicorn",
@@ -227,6 +246,8 @@ class Phase:
     other_cpu_s: float | None = None
     server_ms: list[float] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)
+    #: "service" or "bare" (the bare FastAPI app, which writes no access log).
+    target: str = "service"
 
     @property
     def errors(self) -> list[Sample]:
@@ -236,6 +257,7 @@ class Phase:
         good = [s.seconds for s in self.samples if s.ok]
         out: dict[str, Any] = {
             "name": self.name,
+            "target": self.target,
             "request": f"{self.method} {self.path}",
             "concurrency": self.concurrency,
             "requested": self.requested,
@@ -450,14 +472,104 @@ def engine_direct(pdf: bytes, values: dict[str, Any], n: int, warmup: int) -> di
     }
 
 
+# --------------------------------------------------------------------------- bare FastAPI app
+
+BARE_APP = "benchmarks.bare_app:create_app"
+#: Runs ``uvicorn.run(BARE_APP, **settings)`` with the settings as JSON in ``argv[1]``.
+BARE_RUNNER = (
+    "import json, sys, uvicorn; from fillpdf_provider.service.serving import uvicorn_options; "
+    "uvicorn.run({app!r}, **uvicorn_options(**json.loads(sys.argv[1])))"
+)
+
+
+def serve_uvicorn_settings(workers: int, port: int) -> dict[str, Any]:
+    """What ``fillpdf serve --host 127.0.0.1 --workers N`` passes to
+    ``service.serving.uvicorn_options`` (the CLI's own defaults included), so the bare app
+    runs on the very web stack settings the service runs on."""
+    from fillpdf_provider.cli import build_parser
+
+    serve = build_parser().parse_args(
+        ["serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    )
+    return {
+        "host": serve.host,
+        "port": port,
+        "workers": workers,
+        "log_level": serve.log_level,
+        "grace": serve.grace,
+    }
+
+
+@dataclass
+class BareServer:
+    """The bare app under uvicorn in a subprocess, with what ``run_phase`` needs of a server."""
+
+    base_url: str
+    process: subprocess.Popen[bytes]
+    log_file: Path
+    database_url: str = ""
+
+    def log_lines(self) -> list[str]:
+        return self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def start_bare(workdir: Path, pdf: bytes, settings: dict[str, Any]) -> BareServer:
+    """Start the bare app with ``settings`` (port included), serving ``pdf``; wait until it
+    answers ``GET /v1/account``."""
+    import httpx
+
+    from benchmarks.bare_app import PDF_VARIABLE
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    pdf_file = workdir / "bare-fill.pdf"
+    pdf_file.write_bytes(pdf)
+    log_file = workdir / "bare.log"
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, PDF_VARIABLE: str(pdf_file)}
+    command = [sys.executable, "-c", BARE_RUNNER.format(app=BARE_APP), json.dumps(settings)]
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT
+        )
+    server = BareServer(f"http://{settings['host']}:{settings['port']}", process, log_file)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"the bare app exited with {process.returncode}: "
+                + " | ".join(server.log_lines()[-10:])
+            )
+        try:
+            if httpx.get(f"{server.base_url}/v1/account", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError("the bare app did not answer within 60 s")
+
+
 # --------------------------------------------------------------------------- report
 
 
 def print_phase(out: Report, phase: Phase, figures: dict[str, Any]) -> None:
     c, s = figures["client_latency"], figures["server_latency"]
     rate = figures["requests_per_s"]
+    who = "bare FastAPI app: " if phase.target == "bare" else ""
     out(
-        f"\n== {figures['request']}: {figures['completed']:,} requests, "
+        f"\n== {who}{figures['request']}: {figures['completed']:,} requests, "
         f"{phase.concurrency} concurrent, after {phase.warmup} warm-up"
     )
     out(
@@ -470,11 +582,12 @@ def print_phase(out: Report, phase: Phase, figures: dict[str, Any]) -> None:
         f"  {'client (request sent -> body read)':<32} {_ms(c['p50_ms'])} {_ms(c['p90_ms'])} "
         f"{_ms(c['p99_ms'])} {_ms(c['max_ms'])} {_ms(c['mean_ms'])}"
     )
-    out(
-        f"  {'server access log (ms field)':<32} {_ms(s['p50_ms'])} {_ms(s['p90_ms'])} "
-        f"{_ms(s['p99_ms'])} {_ms(s['max_ms'])} {_ms(s['mean_ms'])}"
-    )
-    if figures["server_log_requests"] != figures["completed"]:
+    if phase.target != "bare":  # the bare app has no middleware to write an access log
+        out(
+            f"  {'server access log (ms field)':<32} {_ms(s['p50_ms'])} {_ms(s['p90_ms'])} "
+            f"{_ms(s['p99_ms'])} {_ms(s['max_ms'])} {_ms(s['mean_ms'])}"
+        )
+    if phase.target != "bare" and figures["server_log_requests"] != figures["completed"]:
         out(
             f"  (server log has {figures['server_log_requests']} lines for "
             f"{figures['completed']} requests)"
@@ -541,6 +654,90 @@ def print_errors(out: Report, phases: Sequence[Phase], server: Any) -> None:
             out("    " + line[:400])
 
 
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def compare_with_bare(
+    out: Report,
+    service: dict[str, dict[str, Any]],
+    bare: dict[str, dict[str, Any]],
+    settings: dict[str, Any],
+    sizes: dict[str, int | None],
+    error: str | None,
+) -> dict[str, Any]:
+    """The report section and JSON figures: the service's requests/s as a share of the bare
+    app's, and the p50 latencies of both."""
+    out("\n== Service against a bare FastAPI endpoint (same uvicorn settings)")
+    from fillpdf_provider.service.serving import uvicorn_options
+
+    options = uvicorn_options(**settings) if settings else {}
+    shown = {
+        k: (v.__name__ if isinstance(v, type) else v)
+        for k, v in options.items()
+        if k not in ("port", "log_config")
+    }
+    level = settings.get("log_level", "?")
+    out(
+        "  bare: benchmarks/bare_app.py (no database, auth or middleware), uvicorn.run("
+        + ", ".join(f"{k}={v!r}" for k, v in shown.items())
+        + f", log_config=uvicorn_log_config({level!r})), the options `fillpdf serve` uses "
+        "(service.serving.uvicorn_options), run after the service stopped"
+    )
+    result: dict[str, Any] = {
+        "uvicorn": {**shown, "log_config": f"uvicorn_log_config({level!r})"},
+        "error": error,
+        "phases": bare,
+        "fill_goal": BARE_FILL_GOAL,
+        "pdf_bytes": sizes.get("pdf"),
+        "account_bytes": {
+            "service": sizes.get("service_account"),
+            "bare": sizes.get("bare_account"),
+        },
+    }
+    if error:
+        out(f"  ERROR: {error}")
+    for name, label, unit in (
+        ("fill", "fill by conversion id", "fills/s"),
+        ("account", "account reads", "requests/s"),
+    ):
+        ours = (service.get(name) or {}).get("requests_per_s")
+        floor = (bare.get(name) or {}).get("requests_per_s")
+        ratio = _ratio(ours, floor)
+        result[f"{name}_ratio"] = ratio
+        result[f"{name}_p50_ms"] = {
+            "service": (service.get(name) or {}).get("client_latency", {}).get("p50_ms"),
+            "bare": (bare.get(name) or {}).get("client_latency", {}).get("p50_ms"),
+        }
+        if ratio is None:
+            out(f"  {label}: no ratio (service {ours}, bare {floor} {unit})")
+            continue
+        goal = ""
+        if name == "fill":
+            met = result["fill_goal_met"] = ratio >= BARE_FILL_GOAL
+            goal = f" (goal >= {BARE_FILL_GOAL}x: {'met' if met else 'NOT met'})"
+        out(f"  {label}: service / bare {unit} = {ours:,.1f} / {floor:,.1f} = {ratio:.2f}x{goal}")
+    out(f"  {'p50 ms (client side)':<24} {'service':>9} {'bare':>9}")
+    for name, request in (("fill", "POST /v1/fill"), ("account", "GET /v1/account")):
+        p50 = result[f"{name}_p50_ms"]
+        out(f"  {request:<24} {_ms(p50['service'], 9)} {_ms(p50['bare'], 9)}")
+    account = result["account_bytes"]
+    out(
+        f"  answers: the same {sizes.get('pdf') or 0:,}-byte PDF from both; account JSON "
+        f"service {account['service']} bytes, bare {account['bare']} bytes"
+    )
+    # One asyncio loop drives the load: near a whole core, it and not the bare app sets the pace
+    capped = [n for n, f in bare.items() if (f.get("client_cores_busy") or 0) >= CLIENT_BOUND]
+    result["bare_client_bound"] = capped
+    if capped:
+        out(
+            f"  NOTE: the client used >= {CLIENT_BOUND} core during bare {', '.join(capped)}: "
+            "there the client, not the web stack, set the pace, so the bare rate is a lower "
+            "bound and the ratio above flatters the service"
+        )
+    return result
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     doc = __doc__ or "service benchmark"
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
@@ -573,6 +770,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results file ('-' to write none)")
     p.add_argument("--json", type=Path, help="write every figure to this JSON file")
+    p.add_argument(
+        "--skip-bare",
+        action="store_true",
+        help="leave out the bare FastAPI app on the same uvicorn settings (quicker)",
+    )
     args = p.parse_args(argv)
     for name in ("workers", "concurrency", "pages"):
         if getattr(args, name) < 1:
@@ -609,7 +811,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  settings: --workers {args.workers}, database {db_label}, concurrency "
         f"{args.concurrency}, fills {args.fills:,}, account reads {args.account_reads:,}, "
         f"serial fills {args.serial_fills}, warm-up {args.warmup}/phase, engine fills "
-        f"{args.engine_fills:,}, form pages {args.pages}, sweep interval {args.sweep_interval} s"
+        f"{args.engine_fills:,}, form pages {args.pages}, sweep interval {args.sweep_interval} s, "
+        f"bare FastAPI comparison {'skipped' if args.skip_bare else 'after the service'}"
     )
     cores = m["cpus_usable"] or m["cpu_count"]
     out(
@@ -634,7 +837,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out(f"\nERROR: the server did not start: {_short(exc)}")
             return 2
         try:
-            return _run(args, out, report, server, phases)
+            return _run(args, out, report, server, phases, Path(tmp))
         except Exception as exc:
             out(f"\nERROR: {_short(exc)}")
             traceback.print_exc()
@@ -652,6 +855,7 @@ def _run(
     report: dict[str, Any],
     server: Any,
     phases: list[Phase],
+    workdir: Path,
 ) -> int:
     import httpx
     from servicekit import flat_form
@@ -679,6 +883,7 @@ def _run(
             raise RuntimeError(f"GET /v1/account: {account.status_code} {account.text[:300]}")
         limit_header = account.headers.get("X-RateLimit-Limit")
         plan = account.json()
+        account_bytes = len(account.content)
     out(
         f"  key: {plan.get('plan')} plan, rate limit asked {RATE_LIMIT_PER_MINUTE:,}/min, "
         f"account says {plan.get('rate_limit_per_minute')}, X-RateLimit-Limit {limit_header}"
@@ -781,6 +986,49 @@ def _run(
             same = response.content == engine_output
             report["service_output_bytes"] = len(response.content)
     report["service_output_equals_engine"] = same
+    # the bare app answers with the service's own PDF (the engine's if the service failed)
+    service_pdf = response.content if same is not None else engine_output
+
+    # ---- the bare FastAPI app on the same uvicorn settings, after the service has stopped
+    bare_phases: list[Phase] = []
+    bare: BareServer | None = None
+    bare_error: str | None = None
+    bare_settings: dict[str, Any] | None = None
+    bare_account_bytes: int | None = None
+    if not args.skip_bare:
+        from servicekit import free_port
+
+        server.stop()  # never both servers at once: they would share the cores
+        bare_settings = serve_uvicorn_settings(args.workers, free_port())
+        progress(f"starting the bare FastAPI app, {args.workers} workers")
+        try:
+            bare = start_bare(workdir / "bare", service_pdf, bare_settings)
+            bare_account_bytes = len(httpx.get(f"{bare.base_url}/v1/account").content)
+            for phase, content, content_type, check in plan[:2]:  # fill and account
+                twin = Phase(
+                    phase.name,
+                    phase.method,
+                    phase.path,
+                    phase.concurrency,
+                    phase.requested,
+                    phase.warmup,
+                    target="bare",
+                )
+                progress(
+                    f"bare {twin.method} {twin.path}: {twin.warmup} warm-up + {twin.requested} "
+                    f"timed, {twin.concurrency} concurrent"
+                )
+                bare_phases.append(
+                    run_phase(bare, key, twin, content, content_type, check, args.max_seconds)
+                )
+                if not bare.alive():
+                    bare_error = f"the bare app exited during {twin.name} ({bare.process.poll()})"
+                    break
+        except Exception as exc:
+            bare_error = _short(exc)
+        finally:
+            if bare is not None:
+                bare.stop()
 
     out(
         f"\n== Engine direct: Template(converted PDF) compiled once "
@@ -846,8 +1094,28 @@ def _run(
     )
     report["overhead"] = overhead
 
+    # ---- against the bare FastAPI app
+    bare_figures = {phase.name: phase.figures() for phase in bare_phases}
+    for phase in bare_phases:
+        print_phase(out, phase, bare_figures[phase.name])
+    if args.skip_bare:
+        report["bare"] = None
+    else:
+        report["bare"] = compare_with_bare(
+            out,
+            figures,
+            bare_figures,
+            bare_settings or {},
+            {
+                "pdf": len(service_pdf),
+                "service_account": account_bytes,
+                "bare_account": bare_account_bytes,
+            },
+            bare_error,
+        )
+
     # ---- other load on the machine (another job's CPU is CPU the service did not get)
-    others = [f.get("other_cores_busy") for f in figures.values()]
+    others = [f.get("other_cores_busy") for f in [*figures.values(), *bare_figures.values()]]
     others.append(engine.get("other_cores_busy"))
     busiest = max((o for o in others if o is not None), default=None)
     report["other_cores_busy_max"] = busiest
@@ -858,13 +1126,20 @@ def _run(
         )
 
     # ---- validity
-    errors = sum(len(p.errors) for p in phases)
+    errors = sum(len(p.errors) for p in [*phases, *bare_phases])
     short = [p.name for p in phases if p.stopped_early]
-    valid = errors == 0 and not short and len(phases) == len(plan)
+    short += [f"bare {p.name}" for p in bare_phases if p.stopped_early]
+    bare_complete = args.skip_bare or (bare_error is None and len(bare_phases) == 2)
+    valid = errors == 0 and not short and len(phases) == len(plan) and bare_complete
     report["errors"] = errors
     report["valid"] = valid
-    if errors or len(phases) != len(plan):
+    if any(p.errors for p in phases) or len(phases) != len(plan):
         print_errors(out, phases, server)
+    if bare is not None and any(p.errors for p in bare_phases):
+        out("\n  (below: the bare FastAPI app's errors and log)")
+        print_errors(out, bare_phases, bare)
+    if not bare_complete:
+        out(f"\n  the bare FastAPI comparison did not complete: {bare_error or 'phases missing'}")
     if short:
         out(f"\n  phases stopped at --max-seconds {args.max_seconds}: {', '.join(short)}")
     out(

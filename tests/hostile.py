@@ -236,6 +236,184 @@ def content_bomb_large() -> bytes:
     return content_bomb(768)
 
 
+# --- resources that refer to themselves --------------------------------------------------------
+
+_FORM = b" /Type /XObject /Subtype /Form /BBox [0 0 612 792]"
+
+
+def _drawing(xobjects: bytes, draw: bytes, forms: Sequence[bytes]) -> bytes:
+    """A page whose resources list ``xobjects``, whose content draws ``draw``, with ``forms``
+    as objects 6, 7, ..."""
+    page = _PAGE.replace(b"/Resources << ", b"/Resources << /XObject << %s >> " % xobjects)
+    return _pdf([*_one_page(page=page, contents=_stream(_TEXT + draw)), *forms])
+
+
+def resources_contain_themselves() -> bytes:
+    """Resource walking: the page's /Resources dictionary lists itself as its own /Resources,
+    as an XObject, a graphics state and a font, and the content uses each name.
+
+    A walker that follows every reference in the resources without remembering where it has
+    been never returns. Nothing is drawn in a loop, so the page converts as it reads.
+    """
+    page = _PAGE.replace(b"/Resources << /Font << /F1 5 0 R >> >>", b"/Resources 6 0 R")
+    resources = (
+        b"<< /Font << /F1 5 0 R /F2 6 0 R >> /Resources 6 0 R /XObject << /X1 6 0 R >>"
+        b" /ExtGState << /G1 6 0 R >> /Properties << /P1 6 0 R >> >>"
+    )
+    draw = b"/G1 gs q /X1 Do Q /Tx /P1 BDC EMC\n"
+    return _pdf([*_one_page(page=page, contents=_stream(_TEXT + draw)), resources])
+
+
+def xobject_is_the_page() -> bytes:
+    """Resource walking: the page's /Resources are the page itself, whose /XObject /X1 is the
+    page too, and the content draws /X1: a dictionary where a stream should be, in a loop.
+    Readers draw nothing for it, so the page converts."""
+    page = _PAGE.replace(
+        b"/Resources << /Font << /F1 5 0 R >> >>",
+        b"/Resources 3 0 R /Font << /F1 5 0 R >> /XObject << /X1 3 0 R >>",
+    )
+    return _pdf(_one_page(page=page, contents=_stream(_TEXT + b"q /X1 Do Q\n")))
+
+
+def font_is_its_own_descendant() -> bytes:
+    """Font loading: a Type0 font whose /DescendantFonts holds the font itself.
+
+    pdfminer loads the descendant by loading the font, for ever (it stops at Python's
+    recursion limit); the text is still there to read with another reader.
+    """
+    page = _PAGE.replace(b"/F1 5 0 R", b"/F1 6 0 R")
+    font = b"<< /Type /Font /Subtype /Type0 /BaseFont /Loop /Encoding /Identity-H"
+    font += b" /DescendantFonts [6 0 R] >>"
+    return _pdf([*_one_page(page=page), font])
+
+
+def colour_space_inside_itself() -> bytes:
+    """Colour-space resolution: an image drawn with ``/Indexed`` whose base is that colour
+    space itself, so resolving it fully never ends."""
+    image = _stream(
+        b"\x00",
+        b" /Type /XObject /Subtype /Image /Width 1 /Height 1 /BitsPerComponent 8 /ColorSpace 7 0 R",
+    )
+    return _drawing(
+        b"/Im1 6 0 R", b"q 10 0 0 10 400 400 cm /Im1 Do Q\n", [image, b"[/Indexed 7 0 R 0 <00>]"]
+    )
+
+
+def form_draws_itself(times: int = 8) -> bytes:
+    """Form drawing: a form XObject whose /Resources hold itself and whose content draws itself
+    ``times`` times. pdfminer stops at the first repeat; PDFium draws it again to a depth
+    limit, ``times`` to the power of that depth."""
+    form = _stream(
+        b"0 0 m 10 10 l S\n" + b"q /X1 Do Q\n" * times,
+        _FORM + b" /Resources << /XObject << /X1 6 0 R >> >>",
+    )
+    return _drawing(b"/X1 6 0 R", b"q /X1 Do Q\n", [form])
+
+
+def form_inherits_itself(times: int = 8) -> bytes:
+    """Form drawing: a form XObject without /Resources draws ``/X1``, which in the page's
+    resources it inherits is the form itself."""
+    form = _stream(b"0 0 m 10 10 l S\n" + b"q /X1 Do Q\n" * times, _FORM)
+    return _drawing(b"/X1 6 0 R", b"q /X1 Do Q\n", [form])
+
+
+def glyph_draws_itself(times: int = 8) -> bytes:
+    """Type3 glyphs: the page shows one glyph of a Type3 font whose /Resources hold a form
+    that draws itself ``times`` times. No ``Do`` on the page leads there: PDFium loads the
+    glyph to place the text, and then draws the form inside itself to its depth limit."""
+    page = _PAGE.replace(b"/F1 5 0 R", b"/F1 5 0 R /T3 6 0 R")
+    show = _TEXT + b"BT /T3 12 Tf 72 600 Td (a) Tj ET\n"
+    font = (
+        b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000]"
+        b" /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /a 7 0 R >>"
+        b" /Encoding << /Differences [97 /a] >> /FirstChar 97 /LastChar 97 /Widths [1000]"
+        b" /Resources << /XObject << /X1 8 0 R >> >> >>"
+    )
+    glyph = _stream(b"1000 0 d0 q /X1 Do Q\n")
+    form = _stream(
+        b"0 0 m 10 10 l S\n" + b"q /X1 Do Q\n" * times,
+        _FORM + b" /Resources << /XObject << /X1 8 0 R >> >>",
+    )
+    return _pdf([*_one_page(page=page, contents=_stream(show)), font, glyph, form])
+
+
+def forms_draw_each_other(count: int = 10) -> bytes:
+    """Form drawing: ``count`` forms share one /Resources dictionary that lists them all, and
+    each draws every one. Stopping at a form already being drawn still leaves count! ways
+    down (3.6 million for ten)."""
+    names = b" ".join(b"/X%d %d 0 R" % (i, 6 + i) for i in range(count))
+    shared = 6 + count
+    body = b"0 0 m 10 10 l S\n" + b"".join(b"q /X%d Do Q\n" % i for i in range(count))
+    forms = [_stream(body, _FORM + b" /Resources %d 0 R" % shared) for _ in range(count)]
+    return _drawing(names, b"q /X0 Do Q\n", [*forms, b"<< /XObject << %s >> >>" % names])
+
+
+def form_fan_out(depth: int = 32) -> bytes:
+    """Form drawing without a loop: each of ``depth`` forms draws the next one twice, so the
+    page draws the last one 2 ** (depth - 1) times."""
+    forms = []
+    for level in range(depth):
+        last = level == depth - 1
+        body = b"0 0 m 10 10 l S\n" + (b"" if last else b"q /X Do Q\nq /X Do Q\n")
+        resources = b"" if last else b" /Resources << /XObject << /X %d 0 R >> >>" % (7 + level)
+        forms.append(_stream(body, _FORM + resources))
+    return _drawing(b"/X 6 0 R", b"q /X Do Q\n", forms)
+
+
+# --- scale -------------------------------------------------------------------------------------
+
+
+def many_fields(count: int = 60_000, per_page: int = 1_000, radio: int = 0) -> bytes:
+    """A fillable form of ``count`` fields, ``per_page`` widgets to a page: text fields ``f0``,
+    ``f1``, ..., of which with ``radio`` the last ``radio`` are instead the kids of one radio
+    group ``choice`` (exports ``o0``, ``o1``, ...).
+
+    Not an attack but a size: work that compares every field with every other field (a
+    list searched per name, per widget) takes minutes here. About 9 MB for 60,000 (12 MB
+    as radio kids).
+    """
+    pages = -(-count // per_page)
+    first_page = 7
+    first_widget = first_page + pages
+    group = first_widget + count  # the radio group's field, after the widgets
+    texts = count - radio
+    fields = [b"%d 0 R" % (first_widget + i) for i in range(texts)]
+    fields += [b"%d 0 R" % group] if radio else []
+    page_refs = b" ".join(b"%d 0 R" % (first_page + i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R /AcroForm 3 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (page_refs, pages),
+        b"<< /Fields [%s] /DA (/Helv 0 Tf 0 g) /DR << /Font << /Helv 4 0 R >> >> >>"
+        % b" ".join(fields),
+        _FONT,
+        _stream(b""),
+        _stream(b"", _FORM.replace(b"612 792", b"27 13")),  # the radio buttons' appearances
+    ]
+    for page in range(pages):
+        widgets = range(page * per_page, min(count, (page + 1) * per_page))
+        annots = b" ".join(b"%d 0 R" % (first_widget + i) for i in widgets)
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R"
+            b" /Resources << /Font << /Helv 4 0 R >> >> /Annots [%s] >>" % annots
+        )
+    for i in range(count):
+        x, y = 20 + i % 20 * 29, 20 + i // 20 % 50 * 15  # on the page, overlapping past 1,000
+        common = b"/Type /Annot /Subtype /Widget /Rect [%d %d %d %d] /P %d 0 R" % (
+            x, y, x + 27, y + 13, first_page + i // per_page
+        )  # fmt: skip
+        if i < texts:
+            objects.append(b"<< %s /FT /Tx /T (f%d) >>" % (common, i))
+        else:
+            objects.append(
+                b"<< %s /Parent %d 0 R /AS /Off /AP << /N << /o%d 6 0 R /Off 6 0 R >> >> >>"
+                % (common, group, i - texts)
+            )
+    if radio:
+        members = b" ".join(b"%d 0 R" % (first_widget + i) for i in range(texts, count))
+        objects.append(b"<< /FT /Btn /Ff 49152 /T (choice) /Kids [%s] >>" % members)
+    return _pdf(objects)
+
+
 def not_a_pdf(size: int = 64 * 1024) -> bytes:
     """Format sniffing: seeded random bytes, as if uploaded under a .pdf name."""
     data = random.Random(0x5EED).randbytes(size)
@@ -262,6 +440,15 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "chain_bomb_hex": chain_bomb_hex,
     "run_length_bomb": run_length_bomb,
     "many_page_bomb": many_page_bomb,
+    "resources_contain_themselves": resources_contain_themselves,
+    "xobject_is_the_page": xobject_is_the_page,
+    "font_is_its_own_descendant": font_is_its_own_descendant,
+    "colour_space_inside_itself": colour_space_inside_itself,
+    "form_draws_itself": form_draws_itself,
+    "form_inherits_itself": form_inherits_itself,
+    "glyph_draws_itself": glyph_draws_itself,
+    "forms_draw_each_other": forms_draw_each_other,
+    "form_fan_out": form_fan_out,
     "not_a_pdf": not_a_pdf,
     "empty_file": empty_file,
 }

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -194,23 +195,38 @@ def _service_env(args: argparse.Namespace) -> None:
             os.environ[variable] = str(Path(value).resolve()) if flag == "data_dir" else value
 
 
+def _bind_url(host: str, port: int) -> str:
+    """``http://host:port`` of the address the server listens on; a wildcard address
+    (0.0.0.0, ::) becomes this machine's name, since no client can reach the wildcard."""
+    import socket
+
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from fillpdf_provider.service.logs import uvicorn_log_config
-    from fillpdf_provider.service.settings import Settings
+    from fillpdf_provider.service.serving import uvicorn_options
+    from fillpdf_provider.service.settings import SERVER_PID_VARIABLE, Settings
 
     _service_env(args)
+    if not os.environ.get("FILLPDF_PUBLIC_URL"):  # document URLs never follow a Host header
+        os.environ["FILLPDF_PUBLIC_URL"] = _bind_url(args.host, args.port)
+    os.environ[SERVER_PID_VARIABLE] = str(os.getpid())
     Settings.from_env().prepare()  # fail here, once, on a bad data dir
     uvicorn.run(
         "fillpdf_provider.service.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_config=uvicorn_log_config(args.log_level),
-        access_log=False,
-        timeout_graceful_shutdown=10,
+        **uvicorn_options(
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=args.log_level,
+            grace=args.grace,
+        ),
     )
     return 0
 
@@ -357,7 +373,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
-    p.add_argument("--public-url", help="base of document URLs, e.g. a CDN (default: request URL)")
+    p.add_argument(
+        "--public-url",
+        help="base of document URLs, e.g. a CDN or the address clients use (default: "
+        "http://HOST:PORT of --host/--port, the machine's name for 0.0.0.0; never the "
+        "request's Host header)",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=float(os.environ.get("FILLPDF_SHUTDOWN_GRACE") or 30.0),
+        help="seconds a stop (SIGTERM) waits for requests in progress (default 30, or "
+        "FILLPDF_SHUTDOWN_GRACE)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(run=_cmd_serve)
 

@@ -2,9 +2,9 @@
 
 Errors are typed, one class per error type of the API, each carrying the request id to quote.
 Calls are retried where a retry is safe and useful: after a 429 (waiting until the server
-says the window resets), after a gateway error or a dropped connection. A conversion is
-billed, so every ``convert`` call sends an ``Idempotency-Key``: its retries can never bill
-twice.
+says the window resets), a 503 (waiting its Retry-After), a 408 (a body that went too
+slowly), a gateway error or a dropped connection. A conversion is billed, so every
+``convert`` call sends an ``Idempotency-Key``: its retries can never bill twice.
 
     with FillPdfClient("https://fillpdf.example.com", api_key) as client:
         conversion = client.convert("flat.pdf")
@@ -38,7 +38,7 @@ PdfSource = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
 SchemaSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Field | Mapping]]
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 120.0
-RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 
 
 # --------------------------------------------------------------------------- errors
@@ -122,15 +122,30 @@ class ApiServerError(FillPdfApiError):
 
 
 class EngineError(FillPdfApiError):
-    """The PDF claims to be one but could not be processed (502 ``engine_error``)."""
+    """The engine failed unexpectedly on a PDF (502 ``engine_error``; logged by the service).
+
+    A damaged PDF, or one that overruns the service's time or memory limits, is
+    ``UnsupportedFile`` (415) instead: the file is the problem, and the message says what to do.
+    """
 
     error_type = "engine_error"
 
 
+class RequestTimeout(FillPdfApiError):
+    """The request body reached the service too slowly (408 ``request_timeout``)."""
+
+    error_type = "request_timeout"
+
+
 class ServiceUnavailable(FillPdfApiError):
-    """A gateway error or no answer at all, after the retries."""
+    """The service is busy or restarting (503), a gateway error, or no answer at all, after
+    the retries; ``retry_after`` is the server's suggested wait in seconds, if it gave one."""
 
     error_type = "service_unavailable"
+
+    @property
+    def retry_after(self) -> float | None:
+        return _retry_after(self.headers)
 
 
 ERRORS: dict[str, type[FillPdfApiError]] = {
@@ -147,6 +162,8 @@ ERRORS: dict[str, type[FillPdfApiError]] = {
         RateLimited,
         ApiServerError,
         EngineError,
+        RequestTimeout,
+        ServiceUnavailable,
     )
 }
 
@@ -176,10 +193,6 @@ def _raise_for(response: httpx.Response) -> None:
         error_type = "service_unavailable" if response.status_code >= 500 else "api_error"
         message = f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
         param = None
-    if error_type == "service_unavailable":
-        raise ServiceUnavailable(
-            message, status=response.status_code, request_id=request_id, headers=response.headers
-        )
     raise error_for(
         error_type,
         message,
@@ -260,18 +273,27 @@ class RetryPolicy:
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
     max_rate_limit_wait_s: float = 65.0
-    """A 429 is waited out only if the window resets within this many seconds."""
+    """A 429 (or a 503 with Retry-After) is waited out only if the window resets (the
+    service is back) within this many seconds."""
 
     def backoff(self, attempt: int) -> float:
         ceiling = min(self.max_backoff_s, self.backoff_s * 2**attempt)
         return random.uniform(ceiling / 2, ceiling)
 
 
-def _wait_seconds(headers: Mapping[str, str], now: float) -> float | None:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     lowered = {k.lower(): v for k, v in headers.items()}
     retry_after = lowered.get("retry-after")
     if retry_after and retry_after.strip().isdigit():
         return float(retry_after)
+    return None
+
+
+def _wait_seconds(headers: Mapping[str, str], now: float) -> float | None:
+    retry_after = _retry_after(headers)
+    if retry_after is not None:
+        return retry_after
+    lowered = {k.lower(): v for k, v in headers.items()}
     reset = lowered.get("x-ratelimit-reset")
     if reset and reset.strip().isdigit():
         return max(0.0, float(reset) - now)
@@ -287,8 +309,13 @@ def _retry_wait(
     if error is not None:
         return policy.backoff(attempt)
     assert response is not None
-    if response.status_code == 429:
-        wait = _wait_seconds(response.headers, time.time())
+    if response.status_code in (429, 503):
+        # a 503's X-RateLimit-Reset is the key's window, not when the service is back
+        wait = (
+            _wait_seconds(response.headers, time.time())
+            if response.status_code == 429
+            else _retry_after(response.headers)
+        )
         if wait is None:
             return policy.backoff(attempt)
         if wait > policy.max_rate_limit_wait_s:
@@ -349,11 +376,10 @@ class _Attempts:
             _raise_for(response)
             return None
         self.attempt += 1
-        reason = (
-            "rate limited (429), waiting for the window to reset"
-            if response.status_code == 429
-            else f"answered {response.status_code}"
-        )
+        reason = {
+            429: "rate limited (429), waiting for the window to reset",
+            503: "service unavailable (503), waiting as Retry-After says",
+        }.get(response.status_code, f"answered {response.status_code}")
         self._log_wait(reason, wait)
         return wait
 

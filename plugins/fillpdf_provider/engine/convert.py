@@ -109,8 +109,10 @@ def convert(
         detected = wanted
     else:
         with reading_pdf():
-            check_content_sizes(opened.reader)
-            detected = detect_fields(base, detect, model=model, min_confidence=min_confidence)
+            drawn = check_content_sizes(opened.reader)
+            detected = detect_fields(
+                base, detect, model=model, min_confidence=min_confidence, drawn=drawn
+            )
     output = write_acroform(base, detected) if detected else base
     entries = _schema(output, detected)
     ms = round((time.perf_counter() - started) * 1000)

@@ -239,6 +239,7 @@ def read_fields(reader: PdfReader) -> list[FormField]:
     """
     by_name: dict[str, FormField] = {}
     targets: dict[int, Target] = {}
+    places: dict[int, dict[int, int]] = {}
     acroform = acroform_of(reader)
     defaults = (
         str(acroform.get("/DA", "") or "") if acroform is not None else "",
@@ -255,7 +256,7 @@ def read_fields(reader: PdfReader) -> list[FormField]:
             if not isinstance(widget, DictionaryObject) or widget.get("/Subtype") != "/Widget":
                 continue
             ref = entry if isinstance(entry, IndirectObject) else None
-            _add_widget(widget, ref, page_index, visible_box, by_name, targets, defaults)
+            _add_widget(widget, ref, page_index, visible_box, by_name, targets, defaults, places)
     fields = list(by_name.values())
     for form_field in fields:
         _finish(form_field)
@@ -270,7 +271,10 @@ def _add_widget(
     by_name: dict[str, FormField],
     targets: dict[int, Target],
     defaults: tuple[str, int],
+    places: dict[int, dict[int, int]],
 ) -> None:
+    """Add ``widget`` to its field. ``places`` holds each button field's kids by object number
+    and place, worked out once per field: a radio group can have thousands of kids."""
     if "/T" in widget or "/Parent" not in widget:
         field_obj, field_ref = widget, ref
     else:
@@ -298,8 +302,13 @@ def _add_widget(
         entry.on_state = _on_state(widget)
         kids = field_obj.get("/Kids")
         if kids is not None and ref is not None and field_obj is not widget:
-            ids = [k.idnum for k in kids.get_object() if isinstance(k, IndirectObject)]
-            entry.opt_index = ids.index(ref.idnum) if ref.idnum in ids else None
+            kid_places = places.get(field_ref.idnum)
+            if kid_places is None:
+                kid_places = places[field_ref.idnum] = {}
+                ids = [k.idnum for k in kids.get_object() if isinstance(k, IndirectObject)]
+                for place, idnum in enumerate(ids):
+                    kid_places.setdefault(idnum, place)
+            entry.opt_index = kid_places.get(ref.idnum)
         elif field_obj is widget:
             entry.opt_index = 0
     target = targets.get(field_ref.idnum)
@@ -358,6 +367,7 @@ def _finish(form_field: FormField) -> None:
                 by_place = several and index is not None and (form_field.kind == "radio" or opt)
                 widget.on_state = str(index) if by_place else "Yes"
     states: dict[str, list[str]] = {}
+    listed: set[tuple[str, str]] = set()  # (option, on-state): lists searched would be slow
     for widget in form_field.widgets:
         label = widget.on_state or "Yes"
         if (
@@ -367,8 +377,11 @@ def _finish(form_field: FormField) -> None:
         ):
             label = _text(opt[widget.opt_index])
         widget.option = label
-        if widget.on_state not in states.setdefault(label, []):
-            states[label].append(widget.on_state or "Yes")
+        state = widget.on_state or "Yes"
+        on_states = states.setdefault(label, [])
+        if (label, state) not in listed:
+            listed.add((label, state))
+            on_states.append(state)
     if form_field.kind == "checkbox" and len({w.on_state for w in form_field.widgets}) > 1:
         form_field.kind = "radio"
     if form_field.kind == "radio":
@@ -381,6 +394,24 @@ def acroform_of(reader: PdfReader) -> DictionaryObject | None:
     form = root.get("/AcroForm")
     form = form.get_object() if form is not None else None
     return form if isinstance(form, DictionaryObject) else None
+
+
+def form_size(reader: PdfReader) -> int:
+    """How many fields or annotations the PDF declares, counted without reading them.
+
+    Reading a field costs far more than counting its reference, so a caller with a budget
+    (the service) can refuse a form of 60,000 fields in a second instead of parsing it.
+    """
+    form = acroform_of(reader)
+    fields = form.get("/Fields") if form is not None else None
+    declared = len(fields) if isinstance(fields, ArrayObject) else 0
+    annotations = 0
+    for page in reader.pages:
+        annots = page.get("/Annots")
+        annots = annots.get_object() if annots is not None else None
+        if isinstance(annots, ArrayObject):
+            annotations += len(annots)
+    return max(declared, annotations)
 
 
 def top_field_ref(target: Target) -> IndirectObject | None:

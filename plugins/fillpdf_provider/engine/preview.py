@@ -54,7 +54,10 @@ def write_preview(
     try:
         doc = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
-        raise DamagedPdfError(f"The PDF could not be rendered for a preview ({exc}).") from exc
+        raise DamagedPdfError(
+            "The PDF could not be opened to draw a preview: it is damaged or locked with a "
+            "password; re-save it with a PDF editor and try again."
+        ) from exc
     try:
         by_page = _by_page(fields, len(doc))
         paths = []

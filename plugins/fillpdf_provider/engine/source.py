@@ -119,16 +119,46 @@ _MALFORMED = (
 
 @contextmanager
 def reading_pdf(what: str = "The PDF") -> Iterator[None]:
-    """Turn whatever a malformed PDF makes pypdf raise into a ``DamagedPdfError``."""
+    """Turn whatever a malformed PDF makes pypdf, pdfminer or pdfplumber raise into a
+    ``DamagedPdfError`` that says what is wrong in the file, not in the library."""
     try:
         yield
     except FillPdfError:
         raise
-    except _MALFORMED as exc:
+    except Exception as exc:
+        if not isinstance(exc, _MALFORMED) and not _from_pdf_library(exc):
+            raise
         raise DamagedPdfError(
-            f"{what} could not be read ({type(exc).__name__}: {exc}); re-save it from a PDF "
-            "viewer and try again."
+            f"{what} could not be read: {_damage(exc)}; re-save it with a PDF editor (or print "
+            "it to a new PDF) and upload it again."
         ) from exc
+
+
+def _from_pdf_library(exc: BaseException) -> bool:
+    """Whether pdfminer or pdfplumber raised ``exc`` (checked by module, so neither is imported
+    here for the sake of the check)."""
+    return type(exc).__module__.split(".")[0] in ("pdfminer", "pdfplumber")
+
+
+def _damage(exc: BaseException) -> str:
+    """What is wrong with the file, told from the exception without naming its library's
+    classes or objects (a user cannot act on ``IndirectObject(4, 0, 140095475528976)``)."""
+    text = str(exc).lower()
+    if isinstance(exc, RecursionError) or "recursion" in text:
+        return "its objects are nested, or refer to one another, too deeply to read"
+    if "cyclic" in text or "loop" in text or "self reference" in text or "circular" in text:
+        if "page" in text:
+            return "its list of pages loops back on itself"
+        return "some of its objects refer back to themselves, in a loop"
+    if any(word in text for word in ("xref", "cross-reference", "trailer", "startxref")):
+        return "its cross-reference table is damaged"
+    if isinstance(exc, zlib.error) or any(w in text for w in ("decompress", "flate", "zlib")):
+        return "a compressed stream in it is damaged"
+    if "ended unexpectedly" in text or "eof" in text or "truncat" in text:
+        return "it ends early, as if cut short while being copied"
+    if isinstance(exc, KeyError | IndexError | AttributeError | TypeError):
+        return "an object it needs is missing or of the wrong kind"
+    return "its structure is damaged"
 
 
 class _RepairLog(logging.Handler):

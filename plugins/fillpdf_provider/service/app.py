@@ -12,13 +12,12 @@ import base64
 import binascii
 import contextlib
 import hashlib
-import json
 import logging
-import secrets
-import threading
+import os
+import random
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,17 +27,28 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fillpdf_provider import __version__
 from fillpdf_provider.engine.detect import MODES
-from fillpdf_provider.engine.errors import FillPdfError, SchemaError, UnknownFieldError
-from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.engine.errors import SchemaError, UnknownFieldError
 from fillpdf_provider.engine.rebuild import parse_schema
-from fillpdf_provider.service import billing, conversions, idempotent, isolation, ratelimit
+from fillpdf_provider.service import (
+    billing,
+    conversions,
+    idempotent,
+    isolation,
+    ratelimit,
+    recovery,
+)
+from fillpdf_provider.service.apidocs import install_docs
+from fillpdf_provider.service.body_deadline import BodyDeadline, body_ended
 from fillpdf_provider.service.clock import iso, period_of
 from fillpdf_provider.service.db import create_schema, make_engine
+from fillpdf_provider.service.engine_pool import ClientGone, EnginePool, watch_disconnect
 from fillpdf_provider.service.errors import ApiError
+from fillpdf_provider.service.jsonbody import parse_json
 from fillpdf_provider.service.keys import Caller, authenticate
 from fillpdf_provider.service.logs import log
 from fillpdf_provider.service.models import (
@@ -48,60 +58,62 @@ from fillpdf_provider.service.models import (
     FillRequest,
     error_responses,
 )
-from fillpdf_provider.service.settings import Settings
+from fillpdf_provider.service.settings import SERVER_PID_VARIABLE, Settings
 from fillpdf_provider.service.signing import document_url, verify
 from fillpdf_provider.service.uploads import receive_upload
 
-TEMPLATE_CACHE_SIZE = 64
 PDF_MAGIC_WINDOW = 1024
+#: Stored conversions a server process remembers as live (owner and expiry) for fills.
+LIVE_CACHE_SIZE = 4096
 #: Largest ``schema`` form field of POST /v1/convert (its entries are bounded by the engine).
 MAX_SCHEMA_BYTES = 2 * 1024 * 1024
 
 
 class Service:
-    """What every request of one process shares: settings, database, template cache."""
+    """What every request of one process shares: settings, database, the PDF workers."""
 
     def __init__(self, settings: Settings) -> None:
         settings.prepare()
         self.settings = settings
         self.db = make_engine(settings.resolved_database_url())
         create_schema(self.db)
-        self._templates: OrderedDict[str, tuple[Template, threading.Lock]] = OrderedDict()
-        self._templates_lock = threading.Lock()
+        self.instance = recovery.Instance.of_this_process()
+        self.pool = EnginePool(
+            max_children=settings.max_children,
+            max_queue=settings.max_queue,
+            queue_timeout_s=settings.queue_timeout_s,
+            memory_bytes=settings.engine_memory_bytes,
+            max_form_fields=settings.max_form_fields,
+        )
+        self._live: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     def now(self) -> float:
         return self.settings.clock.now()
 
-    def template(self, conversion_id: str) -> tuple[Template, threading.Lock]:
-        """The compiled template of a stored conversion (the service wrote it: trusted)."""
-        with self._templates_lock:
-            cached = self._templates.get(conversion_id)
-            if cached is not None:
-                self._templates.move_to_end(conversion_id)
-                return cached
-        path = conversions.file_path(self.settings.files_dir, conversion_id)
-        try:
-            template = Template(path.read_bytes())
-        except FileNotFoundError:
-            raise ApiError(
-                "expired",
-                f"The file of conversion {conversion_id!r} has been deleted; convert the PDF "
-                "again.",
-                param="conversion_id",
-            ) from None
-        entry = (template, threading.Lock())
-        with self._templates_lock:
-            self._templates[conversion_id] = entry
-            while len(self._templates) > TEMPLATE_CACHE_SIZE:
-                self._templates.popitem(last=False)
-        return entry
+    def owner_alive(self, owner: str | None) -> bool:
+        return recovery.owner_alive(self.db, owner, self.instance)
 
-    def forget_templates(self) -> None:
-        with self._templates_lock:
-            self._templates.clear()
+    async def live_conversion(self, conversion_id: str, account_id: str) -> None:
+        """404/410 unless the account's conversion is live; hits the database once per id.
+
+        A conversion's owner and expiry never change, and it is only ever deleted after it
+        expires, so a conversion seen live stays live until its ``expires_at``.
+        """
+        now = self.now()
+        known = self._live.get(conversion_id)
+        if known is not None and known[0] == account_id and now < known[1]:
+            self._live.move_to_end(conversion_id)
+            return
+        row = await anyio.to_thread.run_sync(
+            conversions.live, self.db, conversion_id, account_id, now
+        )
+        self._live[conversion_id] = (row["account_id"], float(row["expires_at"]))
+        while len(self._live) > LIVE_CACHE_SIZE:
+            self._live.popitem(last=False)
 
     def base_url(self, request: Request) -> str:
-        return self.settings.public_url or str(request.base_url)
+        """The configured public URL: never ``request.base_url``, whose host the client sets."""
+        return self.settings.public_base_url
 
     def result_body(self, row: dict[str, Any], request: Request) -> dict[str, Any]:
         expires = int(row["expires_at"])
@@ -114,11 +126,19 @@ class Service:
 
 
 class RequestEnvelope:
-    """Request id, rate-limit headers and one JSON access-log line on every response.
+    """Request id, rate-limit and security headers, one JSON access-log line on every response.
 
     It also turns an unexpected exception into the contract's 500 body (with the request id,
-    never a stack trace), so the process keeps serving.
+    never a stack trace), so the process keeps serving. A client that hangs up before the end
+    of its body is not our error: it is logged at INFO and answered 400.
     """
+
+    #: On every answer unless the route set its own (the API docs page sets a stricter CSP).
+    SECURITY_HEADERS = (
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+    )
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -127,11 +147,23 @@ class RequestEnvelope:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = "req_" + secrets.token_hex(10)
+        request_id = f"req_{random.getrandbits(80):020x}"  # an id for logs, not a secret
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         started = time.perf_counter()
         status = {"code": 0}
+        received, ended, cut_short = 0, False, False
+
+        async def receive_counted() -> Message:
+            nonlocal received, ended, cut_short
+            message = await receive()
+            if not ended:
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    ended = not message.get("more_body", False)
+                else:  # http.disconnect before the last byte of the body
+                    ended = cut_short = True
+            return message
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -140,11 +172,17 @@ class RequestEnvelope:
                 for name, value in state.get("rate_headers", {}).items():
                     if name not in headers:
                         headers[name] = value
+                for name, value in self.SECURITY_HEADERS:
+                    headers.setdefault(name, value)
                 status["code"] = message["status"]
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_headers)
+            await self.app(scope, receive_counted, send_with_headers)
+        except ClientDisconnect:  # a body read no route turned into its 400
+            cut_short = True
+            if status["code"] == 0:
+                await _error_response(body_ended())(scope, receive, send_with_headers)
         except Exception:
             log(logging.ERROR, "unhandled error", request_id=request_id, path=scope["path"])
             logging.getLogger("fillpdf.service").exception("unhandled error %s", request_id)
@@ -157,6 +195,16 @@ class RequestEnvelope:
                 response = JSONResponse(error.body(), status_code=500)
                 await response(scope, receive, send_with_headers)
         finally:
+            if cut_short:
+                length = dict(scope.get("headers", [])).get(b"content-length", b"")
+                log(
+                    logging.INFO,
+                    "client closed the connection before the end of the body",
+                    request_id=request_id,
+                    path=scope.get("path"),
+                    received=received,
+                    content_length=length.decode("latin-1") or None,
+                )
             log(
                 logging.INFO,
                 "request",
@@ -181,12 +229,16 @@ async def _authorize(request: Request) -> Caller:
     authorization = request.headers.get("authorization")
 
     def check() -> tuple[Caller | None, ratelimit.RateState | None]:
-        caller = authenticate(service.db, authorization)
-        if caller is None:
-            return None, None
-        state = ratelimit.hit(
-            service.db, caller.key_id, caller.plan.rate_limit_per_minute, service.now()
-        )
+        # One connection for both; the read runs before the count's write transaction, so
+        # SQLite never has to upgrade a read snapshot to a write (which fails under load).
+        with service.db.connect() as conn:
+            caller = authenticate(conn, authorization)
+            if caller is None:
+                return None, None
+            state = ratelimit.hit(
+                conn, caller.key_id, caller.plan.rate_limit_per_minute, service.now()
+            )
+            conn.commit()
         return caller, state
 
     caller, rate = await anyio.to_thread.run_sync(check)
@@ -215,23 +267,53 @@ Authorized = Annotated[Caller, Depends(_authorize)]
 
 
 async def _idempotent(
-    request: Request, caller: Caller, request_hash: str, work: Callable[[], Response]
+    request: Request,
+    caller: Caller,
+    request_hash: str,
+    work: Callable[[asyncio.Task[None]], Awaitable[Response]],
 ) -> Response:
-    """Run ``work`` once per ``Idempotency-Key``; a repeat gets the stored answer."""
+    """Run ``work`` once per ``Idempotency-Key``; a repeat gets the stored answer.
+
+    ``work`` gets a task that ends when the client hangs up, so PDF work can be stopped.
+    """
     service: Service = request.app.state.service
+    gone = asyncio.create_task(watch_disconnect(request.receive))
+    try:
+        return await _claimed(service, request, caller, request_hash, lambda: work(gone))
+    except ClientGone:
+        log(logging.INFO, "client hung up; its work was stopped", path=request.url.path)
+        return _error_response(
+            ApiError("invalid_request", "The client closed the connection before the answer.")
+        )
+    finally:
+        gone.cancel()
+
+
+async def _claimed(
+    service: Service,
+    request: Request,
+    caller: Caller,
+    request_hash: str,
+    work: Callable[[], Awaitable[Response]],
+) -> Response:
     header = request.headers.get("idempotency-key")
     if header is None:
         try:
-            return await anyio.to_thread.run_sync(work)
+            return await work()
         except ApiError as error:
             return _error_response(error)
     key = idempotent.check_key(header)
-    retention = service.settings.retention_seconds
-    wait = service.settings.engine_timeout_s + service.settings.probe_timeout_s
-    stored = await anyio.to_thread.run_sync(
-        lambda: idempotent.claim(
-            service.db, caller.account_id, key, request_hash, service.now(), retention, wait
-        )
+    settings = service.settings
+    stored = await idempotent.claim(
+        service.db,
+        caller.account_id,
+        key,
+        request_hash,
+        service.now(),
+        settings.retention_seconds,
+        owner=service.instance.id,
+        owner_alive=service.owner_alive,
+        wait_s=settings.queue_timeout_s + settings.probe_timeout_s + settings.engine_timeout_s,
     )
     if stored is not None:
         return Response(
@@ -240,19 +322,22 @@ async def _idempotent(
             media_type=stored.content_type,
             headers={**stored.headers, "Idempotent-Replayed": "true"},
         )
+
+    def release() -> None:
+        idempotent.release(service.db, caller.account_id, key)
+
     try:
-        response = await anyio.to_thread.run_sync(work)
+        response = await work()
     except ApiError as error:
         response = _error_response(error)
-    except BaseException:
-        await anyio.to_thread.run_sync(
-            lambda: idempotent.release(service.db, caller.account_id, key)
-        )
+    except asyncio.CancelledError:
+        release()  # the server is stopping: no await may run now, so release in place
         raise
-    if response.status_code >= 500 or response.status_code == 429:
-        await anyio.to_thread.run_sync(
-            lambda: idempotent.release(service.db, caller.account_id, key)
-        )
+    except BaseException:
+        await anyio.to_thread.run_sync(release)
+        raise
+    if response.status_code >= 500 or response.status_code in (408, 429):
+        await anyio.to_thread.run_sync(release)
         return response
     kept = {k: v for k, v in response.headers.items() if k.lower() == "content-disposition"}
     answer = idempotent.Stored(
@@ -272,20 +357,16 @@ async def _idempotent(
 
 def _engine_error(failure: isolation.EngineFailure, source: str) -> ApiError:
     """The API error for what the child process reported about the PDF in ``source``."""
-    error_type = (
-        failure.error_type
-        if failure.error_type in ("unsupported_file", "invalid_request")
-        else "engine_error"
-    )
-    return ApiError(error_type, failure.message, param=failure.param or source)
+    return ApiError(failure.error_type, failure.message, param=failure.param or source)
 
 
-def _convert(
+async def _convert(
     service: Service,
     caller: Caller,
     upload: Path,
     detect: str,
     request: Request,
+    gone: asyncio.Task[None],
     schema: str | None = None,
 ) -> Response:
     settings = service.settings
@@ -302,7 +383,7 @@ def _convert(
     now = service.now()
     taken: list[billing.Reservation] = []
 
-    def decide(pages: int) -> None:
+    async def decide(pages: int) -> None:
         limit = caller.plan.max_pages_per_file
         if limit is not None and pages > limit:
             raise ApiError(
@@ -311,9 +392,13 @@ def _convert(
                 f"{limit} per file. Split the file or move to a larger plan.",
                 param="file",
             )
-        reservation = billing.reserve(service.db, caller, pages, now)
+        reservation = await anyio.to_thread.run_sync(
+            billing.reserve, service.db, caller, pages, now, conversion_id, service.instance.id
+        )
         if reservation is None:
-            used = billing.pages_used(service.db, caller.account_id, period_of(now))
+            used = await anyio.to_thread.run_sync(
+                billing.pages_used, service.db, caller.account_id, period_of(now)
+            )
             left = max(0, (caller.plan.pages_included or 0) - used)
             raise ApiError(
                 "quota_exceeded",
@@ -324,16 +409,21 @@ def _convert(
             )
         taken.append(reservation)
 
+    def give_back() -> None:
+        for reservation in taken:
+            if billing.release(service.db, reservation):
+                output.unlink(missing_ok=True)  # the conversion was not recorded: no file
+
     try:
-        result = isolation.run_convert(
+        result = await service.pool.convert(
             upload,
             detect,
             output,
             decide=decide,
             probe_timeout=settings.probe_timeout_s,
             timeout=settings.engine_timeout_s,
-            memory_bytes=settings.engine_memory_bytes,
             schema=schema,
+            gone=gone,
         )
         row = {
             "id": conversion_id,
@@ -347,13 +437,23 @@ def _convert(
             "result": {**result, "conversion_id": conversion_id},
             "deleted": False,
         }
-        conversions.record(service.db, row)
+        await anyio.to_thread.run_sync(billing.commit, service.db, taken[0], row)
+    except asyncio.CancelledError:
+        give_back()  # the server is stopping: no await may run now
+        raise
     except BaseException as exc:
-        for reservation in taken:
-            billing.release(service.db, reservation)
-        output.unlink(missing_ok=True)
+        await anyio.to_thread.run_sync(give_back)
+        if not taken:
+            output.unlink(missing_ok=True)
         if isinstance(exc, isolation.EngineFailure):
             raise _engine_error(exc, "file") from None
+        if isinstance(exc, billing.ReservationLost):
+            raise ApiError(
+                "service_unavailable",
+                "The conversion was interrupted by a server restart and nothing was billed; "
+                "send it again.",
+                headers={"Retry-After": "1"},
+            ) from None
         raise
     return JSONResponse(service.result_body(row, request))
 
@@ -377,10 +477,7 @@ def _checked_schema(text: str | None) -> str | None:
 
 
 def _parse_fill(raw: bytes) -> FillRequest:
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError("invalid_request", f"The body is not valid JSON ({exc}).") from None
+    data = parse_json(raw)
     if not isinstance(data, dict):
         raise ApiError("invalid_request", "The body must be a JSON object.")
     if "values" not in data:
@@ -413,25 +510,24 @@ def _parse_fill(raw: bytes) -> FillRequest:
         ) from None
 
 
-def _field_error(exc: FillPdfError) -> ApiError:
-    if isinstance(exc, UnknownFieldError) and not exc.suggestions:
-        message = (
-            f"The form has no field named {exc.name!r}; GET /v1/conversions/{{id}} lists the "
-            "schema's names."
-        )
-        return ApiError("invalid_request", message, param=exc.param)
-    return ApiError(exc.error_type, exc.message, param=exc.param)
-
-
-def _fill(service: Service, caller: Caller, body: FillRequest) -> Response:
+async def _fill(
+    service: Service, caller: Caller, body: FillRequest, gone: asyncio.Task[None]
+) -> Response:
+    settings = service.settings
     if body.conversion_id is not None:
-        conversions.live(service.db, body.conversion_id, caller.account_id, service.now())
-        template, lock = service.template(body.conversion_id)
+        conversion_id = body.conversion_id
+        await service.live_conversion(conversion_id, caller.account_id)
         try:
-            with lock:
-                data = template.fill(body.values, flatten=body.flatten)
-        except FillPdfError as exc:
-            raise _field_error(exc) from None
+            data = await service.pool.fill_stored(
+                conversion_id,
+                conversions.file_path(settings.files_dir, conversion_id),
+                body.values,
+                flatten=body.flatten,
+                timeout=settings.engine_timeout_s,
+                gone=gone,
+            )
+        except isolation.EngineFailure as failure:
+            raise _engine_error(failure, "values") from None
         return Response(data, media_type="application/pdf")
     try:
         pdf = base64.b64decode(body.pdf_base64 or "", validate=True)
@@ -446,18 +542,21 @@ def _fill(service: Service, caller: Caller, body: FillRequest) -> Response:
             param="pdf_base64",
         )
     names = [f.name for f in body.fields or []]
+    if len(names) > settings.max_form_fields:
+        raise ApiError(
+            "invalid_request",
+            f"'fields' lists {len(names):,} fields; the service fills forms of at most "
+            f"{settings.max_form_fields:,}. Split the form into several files.",
+            param="fields",
+        )
+    known = set(names)
     for name in body.values:
-        if name not in names:
+        if name not in known:
             error = UnknownFieldError(name, names)
             raise ApiError("invalid_request", error.message, param=name)
-    settings = service.settings
     try:
-        data = isolation.run_fill(
-            pdf,
-            body.values,
-            flatten=body.flatten,
-            timeout=settings.engine_timeout_s,
-            memory_bytes=settings.engine_memory_bytes,
+        data = await service.pool.fill_inline(
+            pdf, body.values, flatten=body.flatten, timeout=settings.engine_timeout_s, gone=gone
         )
     except isolation.EngineFailure as failure:
         raise _engine_error(failure, "pdf_base64") from None
@@ -474,10 +573,13 @@ async def _read_body(request: Request, limit: int) -> bytes:
     if length and length.isdigit() and int(length) > limit:
         raise too_large
     chunks = bytearray()
-    async for chunk in request.stream():
-        chunks += chunk
-        if len(chunks) > limit:
-            raise too_large
+    try:
+        async for chunk in request.stream():
+            chunks += chunk
+            if len(chunks) > limit:
+                raise too_large
+    except ClientDisconnect:
+        raise body_ended() from None
     return bytes(chunks)
 
 
@@ -490,14 +592,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await anyio.to_thread.run_sync(isolation.warm_up)
-        sweeper = asyncio.create_task(_sweep_forever(service))
+        await _start(service)
+        tasks = [
+            asyncio.create_task(_sweep_forever(service)),
+            asyncio.create_task(_heartbeat_forever(service)),
+        ]
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            _stop(service)
 
     app = FastAPI(
         title="FillPDF API",
@@ -505,12 +613,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Convert flat PDFs into fillable forms and fill them. Every request "
         "carries `Authorization: Bearer <API key>`, except signed document URLs.",
         openapi_url="/v1/openapi.json",
-        docs_url="/v1/docs",
+        docs_url=None,  # install_docs: a page without third-party scripts
         redoc_url=None,
+        redirect_slashes=False,  # its 307 would build Location from the Host header
         lifespan=lifespan,
     )
     app.state.service = service
-    app.add_middleware(RequestEnvelope)
+    app.add_middleware(
+        BodyDeadline,
+        grace_s=service.settings.body_grace_s,
+        min_rate=service.settings.body_min_rate,
+    )
+    app.add_middleware(RequestEnvelope)  # outermost: it sees every answer, even a 408
+    install_docs(app, "/v1/docs")
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, error: ApiError) -> JSONResponse:
@@ -538,7 +653,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.post(
         "/v1/convert",
         response_model=ConversionResult,
-        responses=error_responses(400, 401, 402, 415, 429, 500, 502),
+        responses=error_responses(400, 401, 402, 408, 415, 429, 500, 502, 503),
         openapi_extra={**CONVERT_BODY, **security},
         summary="Convert a flat PDF into a fillable one and return its field schema",
         description="Detects the fields of the flat PDF, or, with `schema`, builds exactly "
@@ -552,6 +667,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             service.settings.uploads_dir,
             max_file=service.settings.max_upload_bytes,
             text_limits={"schema": MAX_SCHEMA_BYTES},
+            prefix=service.instance.upload_prefix(),
         )
         try:
             if upload.path is None:
@@ -575,7 +691,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 request,
                 caller,
                 fingerprint,
-                lambda: _convert(service, caller, path, detect, request, schema),
+                lambda gone: _convert(service, caller, path, detect, request, gone, schema),
             )
         finally:
             upload.discard()
@@ -585,7 +701,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response_class=Response,
         responses={
             200: {"content": {"application/pdf": {}}, "description": "The filled PDF"},
-            **error_responses(400, 401, 404, 410, 413, 415, 429, 500, 502),
+            **error_responses(400, 401, 404, 408, 410, 413, 415, 429, 500, 502, 503),
         },
         openapi_extra={
             "requestBody": {
@@ -602,7 +718,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raw = await _read_body(request, service.settings.max_fill_body_bytes)
         body = _parse_fill(raw)
         fingerprint = hashlib.sha256(b"fill|" + raw).hexdigest()
-        return await _idempotent(request, caller, fingerprint, lambda: _fill(service, caller, body))
+        return await _idempotent(
+            request, caller, fingerprint, lambda gone: _fill(service, caller, body, gone)
+        )
 
     @app.get(
         "/v1/account",
@@ -739,6 +857,51 @@ def _declare_headers(operation: dict[str, Any]) -> None:
             headers["Retry-After"] = _header("Seconds to wait.", required=True)
 
 
+async def _start(service: Service) -> None:
+    """Register this server, clear what dead ones left, and start the PDF workers."""
+    settings = service.settings
+    if os.environ.get(SERVER_PID_VARIABLE, str(os.getpid())) != str(os.getpid()):
+        isolation.die_with_parent()  # a worker of `fillpdf serve --workers N`: die with it
+    await anyio.to_thread.run_sync(recovery.register, service.db, service.instance)
+    await anyio.to_thread.run_sync(
+        lambda: recovery.recover(
+            service.db,
+            service.instance,
+            settings.files_dir,
+            settings.uploads_dir,
+            scan_files=True,
+        )
+    )
+    await service.pool.warm_up()
+
+
+def _stop(service: Service) -> None:
+    """Stop every child and give back what this server still holds."""
+    service.pool.close()
+    settings = service.settings
+    left = recovery.unregister(
+        service.db, service.instance, settings.files_dir, settings.uploads_dir
+    )
+    if left:
+        log(
+            logging.WARNING,
+            "stopped with work in progress; it was given back",
+            released_reservations=left.reservations,
+            freed_claims=left.claims,
+            deleted_files=left.files,
+            deleted_uploads=left.uploads,
+        )
+
+
+async def _heartbeat_forever(service: Service) -> None:
+    while True:
+        await asyncio.sleep(recovery.HEARTBEAT_S)
+        try:
+            await anyio.to_thread.run_sync(recovery.heartbeat, service.db, service.instance)
+        except Exception:
+            logging.getLogger("fillpdf.service").exception("heartbeat failed; retrying")
+
+
 async def _sweep_forever(service: Service) -> None:
     settings = service.settings
     while True:
@@ -753,8 +916,16 @@ async def _sweep_forever(service: Service) -> None:
             )
             await anyio.to_thread.run_sync(ratelimit.forget_before, service.db, now)
             if swept:
-                service.forget_templates()
                 log(logging.INFO, "swept expired conversions", count=swept)
+            await anyio.to_thread.run_sync(
+                lambda: recovery.recover(
+                    service.db,
+                    service.instance,
+                    settings.files_dir,
+                    settings.uploads_dir,
+                    scan_files=False,
+                )
+            )
         except Exception:
             logging.getLogger("fillpdf.service").exception("sweeper failed; retrying")
         await asyncio.sleep(settings.sweep_interval_s)

@@ -1,19 +1,23 @@
 """Page quota and overage: what a conversion may take, and what an account has used.
 
-Pages are reserved before the engine runs, in one conditional ``UPDATE``, and given back if
-the conversion fails: a free account's last pages go to exactly one of two racing requests,
-a failed conversion bills nothing, and no conversion is ever partly billed.
+Pages are reserved before the engine runs, in one conditional ``UPDATE`` that also writes a
+reservation row; the conversion row replaces the reservation in one transaction when the
+conversion succeeds, and the pages go back if it fails. So a free account's last pages go to
+exactly one of two racing requests, a failed conversion bills nothing, no conversion is ever
+partly billed, and a server that dies mid-conversion leaves a reservation that the recovery
+pass gives back: pages billed always equal the pages of the conversions that exist.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import delete, select, update
+from sqlalchemy.engine import Connection, Engine
 
 from fillpdf_provider.service.clock import iso, month_bounds, period_of
-from fillpdf_provider.service.db import upsert, usage
+from fillpdf_provider.service.db import conversions, reservations, upsert, usage
 from fillpdf_provider.service.keys import Caller
 from fillpdf_provider.service.plans import Plan
 
@@ -22,6 +26,7 @@ from fillpdf_provider.service.plans import Plan
 class Reservation:
     """Pages taken for one conversion, and how many of them are overage."""
 
+    conversion_id: str
     account_id: str
     period: str
     pages: int
@@ -38,7 +43,9 @@ def pages_used(engine: Engine, account_id: str, period: str) -> int:
     return int(value or 0)
 
 
-def reserve(engine: Engine, caller: Caller, pages: int, now: float) -> Reservation | None:
+def reserve(
+    engine: Engine, caller: Caller, pages: int, now: float, conversion_id: str, owner: str
+) -> Reservation | None:
     """Take ``pages`` from this month's quota, or None if a hard-stop plan can't fit them."""
     period = period_of(now)
     plan = caller.plan
@@ -57,24 +64,82 @@ def reserve(engine: Engine, caller: Caller, pages: int, now: float) -> Reservati
         if plan.hard_stop and plan.pages_included is not None:
             statement = statement.where(usage.c.pages_used + pages <= plan.pages_included)
         used = conn.execute(statement).scalar()
-    if used is None:
-        return None
-    before = int(used) - pages
-    overage = plan.overage_pages(int(used)) - plan.overage_pages(before)
-    return Reservation(caller.account_id, period, pages, overage)
-
-
-def release(engine: Engine, reservation: Reservation) -> None:
-    """Give back the pages of a conversion that failed."""
-    with engine.begin() as conn:
+        if used is None:
+            return None
+        before = int(used) - pages
+        overage = plan.overage_pages(int(used)) - plan.overage_pages(before)
+        reservation = Reservation(conversion_id, caller.account_id, period, pages, overage)
         conn.execute(
-            update(usage)
-            .where(
-                usage.c.account_id == reservation.account_id,
-                usage.c.period == reservation.period,
+            reservations.insert().values(
+                conversion_id=conversion_id,
+                account_id=caller.account_id,
+                period=period,
+                pages=pages,
+                overage_pages=overage,
+                owner=owner,
+                created_at=now,
             )
-            .values(pages_used=usage.c.pages_used - reservation.pages)
         )
+    return reservation
+
+
+class ReservationLost(Exception):
+    """The reservation was given back (its server was taken for dead) before the commit."""
+
+
+def commit(engine: Engine, reservation: Reservation, row: dict[str, Any]) -> None:
+    """Record the conversion in place of its reservation: billed exactly when it exists."""
+    with engine.begin() as conn:
+        taken = conn.execute(
+            delete(reservations).where(reservations.c.conversion_id == reservation.conversion_id)
+        ).rowcount
+        if taken != 1:
+            raise ReservationLost(reservation.conversion_id)
+        conn.execute(conversions.insert().values(**row))
+
+
+def release(engine: Engine, reservation: Reservation) -> bool:
+    """Give back the pages of a conversion that failed; False if they were not held."""
+    with engine.begin() as conn:
+        return _release(conn, reservation.conversion_id)
+
+
+def _release(conn: Connection, conversion_id: str) -> bool:
+    row = conn.execute(
+        select(reservations).where(reservations.c.conversion_id == conversion_id)
+    ).first()
+    if row is None:
+        return False
+    taken = conn.execute(
+        delete(reservations).where(reservations.c.conversion_id == conversion_id)
+    ).rowcount
+    if taken != 1:  # released by another process between the read and the delete
+        return False
+    conn.execute(
+        update(usage)
+        .where(usage.c.account_id == row.account_id, usage.c.period == row.period)
+        .values(pages_used=usage.c.pages_used - row.pages)
+    )
+    return True
+
+
+def release_owned_by(engine: Engine, owners: set[str]) -> list[str]:
+    """Give back every reservation of the dead server instances ``owners``; their ids."""
+    if not owners:
+        return []
+    with engine.connect() as conn:
+        ids = [
+            row.conversion_id
+            for row in conn.execute(
+                select(reservations.c.conversion_id).where(reservations.c.owner.in_(owners))
+            )
+        ]
+    released = []
+    for conversion_id in ids:
+        with engine.begin() as conn:
+            if _release(conn, conversion_id):
+                released.append(conversion_id)
+    return released
 
 
 def account_view(engine: Engine, caller: Caller, now: float) -> dict[str, object]:

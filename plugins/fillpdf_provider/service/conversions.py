@@ -28,11 +28,6 @@ def file_path(files_dir: Path, conversion_id: str) -> Path:
     return files_dir / f"{conversion_id}.pdf"
 
 
-def record(engine: Engine, row: dict[str, Any]) -> None:
-    with engine.begin() as conn:
-        conn.execute(conversions.insert().values(**row))
-
-
 def find(engine: Engine, conversion_id: str) -> dict[str, Any] | None:
     if not ID_PATTERN.fullmatch(conversion_id):  # never send junk (NUL bytes...) to the database
         return None

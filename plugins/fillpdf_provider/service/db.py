@@ -26,6 +26,8 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
+    text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
@@ -101,6 +103,36 @@ idempotency = Table(
     Column("content_type", String(100)),
     Column("body", LargeBinary),
     Column("headers", Text),
+    # The server instance working on a claim that is not done: a claim whose instance died
+    # is released by the recovery pass, so a retry does the work instead of waiting.
+    Column("owner", String(40)),
+)
+
+reservations = Table(
+    "reservations",
+    metadata,
+    # Pages taken from the quota for a conversion in progress. The conversion row replaces
+    # it in one transaction, or the pages go back; one left by a dead server is given back
+    # by the recovery pass.
+    Column("conversion_id", String(40), primary_key=True),
+    Column("account_id", String(40), nullable=False),
+    Column("period", String(7), nullable=False),
+    Column("pages", Integer, nullable=False),
+    Column("overage_pages", Integer, nullable=False),
+    Column("owner", String(40), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+instances = Table(
+    "instances",
+    metadata,
+    # Server processes that are up: how the recovery pass tells a live owner from a dead one.
+    Column("id", String(40), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("process_start", String(40)),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
 )
 
 
@@ -122,11 +154,28 @@ def make_engine(url: str) -> Engine:
 
 
 def create_schema(engine: Engine) -> None:
-    """Create missing tables; several processes may race here, which is harmless."""
+    """Create missing tables and columns; several processes may race here, which is harmless."""
     try:
         metadata.create_all(engine)
     except Exception:  # another worker created them between the check and the CREATE
         metadata.create_all(engine)
+    _add_missing_columns(engine)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Columns added since a table was first created (databases of earlier releases)."""
+    for table in metadata.sorted_tables:
+        present = {column["name"] for column in inspect(engine).get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"))
+            except Exception:  # another process added it first
+                if column.name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
+                    raise
 
 
 def upsert(engine: Engine, table: Table) -> Insert:

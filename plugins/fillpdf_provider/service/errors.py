@@ -11,12 +11,14 @@ STATUS: dict[str, int] = {
     "forbidden": 403,
     "not_found": 404,
     "method_not_allowed": 405,
+    "request_timeout": 408,
     "expired": 410,
     "payload_too_large": 413,
     "unsupported_file": 415,
     "rate_limit_error": 429,
     "api_error": 500,
     "engine_error": 502,
+    "service_unavailable": 503,
 }
 
 
@@ -31,6 +33,10 @@ class ApiError(Exception):
         param: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        # A message or param may quote the request, and a lone surrogate from a JSON escape
+        # cannot be encoded as UTF-8: escaped here, the answer is always sendable.
+        message = _encodable(message)
+        param = _encodable(param) if param is not None else None
         super().__init__(message)
         self.error_type = error_type
         self.status = STATUS[error_type]
@@ -40,3 +46,10 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, object]:
         return {"error": {"type": self.error_type, "message": self.message, "param": self.param}}
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates written as ``\\udXXX`` escapes."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

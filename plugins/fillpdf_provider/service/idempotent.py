@@ -1,16 +1,22 @@
 """``Idempotency-Key``: a repeated request within 24 hours gets the first answer again.
 
-The first request with a key claims it (a row with ``done = false``); a repeat that arrives
-while the first is still running waits for its answer rather than doing the work twice. A
-repeat with a different body is refused: the key names one request, not a slot.
+The first request with a key claims it (a row with ``done = false`` naming the server
+instance doing the work); a repeat that arrives while the first is still running waits for
+its answer rather than doing the work twice. The wait holds no thread (the event loop sleeps
+between short reads, backing off), is bounded, and ends early when the first request's
+server has died: then the repeat does the work itself. A repeat with a different body is
+refused: the key names one request, not a slot.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
@@ -18,7 +24,8 @@ from fillpdf_provider.service.db import idempotency, upsert
 from fillpdf_provider.service.errors import ApiError
 
 MAX_KEY_LENGTH = 255
-WAIT_STEP_S = 0.05
+WAIT_FIRST_S = 0.05
+WAIT_MAX_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -39,57 +46,94 @@ def check_key(key: str) -> str:
     return key
 
 
-def claim(
+class _Running:
+    """The key is claimed by a request that has not finished."""
+
+    def __init__(self, owner: str | None) -> None:
+        self.owner = owner
+
+
+def _try_claim(
     engine: Engine,
     account_id: str,
     key: str,
     request_hash: str,
     now: float,
     retention: float,
+    owner: str,
+) -> Stored | _Running | None:
+    """One attempt: None if this request now owns ``key``, else what holds it."""
+    with engine.begin() as conn:
+        conn.execute(
+            delete(idempotency).where(
+                idempotency.c.account_id == account_id,
+                idempotency.c.key == key,
+                idempotency.c.created_at <= now - retention,
+            )
+        )
+        claimed = conn.execute(
+            upsert(engine, idempotency)
+            .values(
+                account_id=account_id,
+                key=key,
+                request_hash=request_hash,
+                created_at=now,
+                done=False,
+                owner=owner,
+            )
+            .on_conflict_do_nothing()
+            .returning(idempotency.c.key)
+        ).scalar()
+    if claimed is not None:
+        return None
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(idempotency).where(
+                idempotency.c.account_id == account_id, idempotency.c.key == key
+            )
+        ).first()
+    if row is None:  # released by a failed first attempt: try to claim it again
+        return _try_claim(engine, account_id, key, request_hash, now, retention, owner)
+    if row.request_hash != request_hash:
+        raise ApiError(
+            "invalid_request",
+            "This Idempotency-Key was used for a different request in the last 24 hours; "
+            "use a new key for a new request.",
+            param="Idempotency-Key",
+        )
+    if row.done:
+        return Stored(row.status, row.content_type, row.body, json.loads(row.headers or "{}"))
+    return _Running(row.owner)
+
+
+async def claim(
+    engine: Engine,
+    account_id: str,
+    key: str,
+    request_hash: str,
+    now: float,
+    retention: float,
+    *,
+    owner: str,
+    owner_alive: Callable[[str | None], bool],
     wait_s: float,
 ) -> Stored | None:
-    """None if this request now owns ``key``; the stored answer if it was made before."""
+    """None if this request now owns ``key``; the stored answer if it was made before.
+
+    While another request holds the key, poll with backoff until it finishes, its server
+    is found dead (then take the key over), or ``wait_s`` passes (429 with Retry-After).
+    """
     deadline = time.monotonic() + wait_s
+    step = WAIT_FIRST_S
     while True:
-        with engine.begin() as conn:
-            conn.execute(
-                delete(idempotency).where(
-                    idempotency.c.account_id == account_id,
-                    idempotency.c.key == key,
-                    idempotency.c.created_at <= now - retention,
-                )
-            )
-            claimed = conn.execute(
-                upsert(engine, idempotency)
-                .values(
-                    account_id=account_id,
-                    key=key,
-                    request_hash=request_hash,
-                    created_at=now,
-                    done=False,
-                )
-                .on_conflict_do_nothing()
-                .returning(idempotency.c.key)
-            ).scalar()
-        if claimed is not None:
-            return None
-        with engine.connect() as conn:
-            row = conn.execute(
-                select(idempotency).where(
-                    idempotency.c.account_id == account_id, idempotency.c.key == key
-                )
-            ).first()
-        if row is None:  # released by a failed first attempt: try to claim it again
+        state = await anyio.to_thread.run_sync(
+            _try_claim, engine, account_id, key, request_hash, now, retention, owner
+        )
+        if not isinstance(state, _Running):
+            return state
+        if not await anyio.to_thread.run_sync(owner_alive, state.owner):
+            await anyio.to_thread.run_sync(_take_over, engine, account_id, key, state.owner)
             continue
-        if row.request_hash != request_hash:
-            raise ApiError(
-                "invalid_request",
-                "This Idempotency-Key was used for a different request in the last 24 hours; "
-                "use a new key for a new request.",
-                param="Idempotency-Key",
-            )
-        if row.done:
-            return Stored(row.status, row.content_type, row.body, json.loads(row.headers or "{}"))
         if time.monotonic() >= deadline:
             raise ApiError(
                 "rate_limit_error",
@@ -97,7 +141,21 @@ def claim(
                 param="Idempotency-Key",
                 headers={"Retry-After": "1"},
             )
-        time.sleep(WAIT_STEP_S)
+        await asyncio.sleep(step)
+        step = min(step * 2, WAIT_MAX_S)
+
+
+def _take_over(engine: Engine, account_id: str, key: str, owner: str | None) -> None:
+    """Drop the claim of a request whose server died (only if that owner still holds it)."""
+    with engine.begin() as conn:
+        conn.execute(
+            delete(idempotency).where(
+                idempotency.c.account_id == account_id,
+                idempotency.c.key == key,
+                idempotency.c.done.is_(False),
+                idempotency.c.owner.is_(None) if owner is None else idempotency.c.owner == owner,
+            )
+        )
 
 
 def finish(engine: Engine, account_id: str, key: str, answer: Stored) -> None:

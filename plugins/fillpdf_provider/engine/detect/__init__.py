@@ -12,7 +12,7 @@ rules alone decide.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,12 +41,14 @@ def detect_fields(
     *,
     model: Model | str | None = "shipped",
     min_confidence: float = 0.0,
+    drawn: Sequence[int] | None = None,
 ) -> list[Detected]:
     """Every field found on the pages of ``pdf``, with unique names.
 
     ``model`` is the scorer to use ("shipped" for the package's own in ``fields`` mode, None
     for the rules alone); ``fields_fast`` keeps to the rules, as scoring the pool costs more
     than the time that mode saves. Fields less sure than ``min_confidence`` are left out.
+    ``drawn`` is each page's content as drawn, from ``check_content_sizes``.
     """
     if mode not in MODES:
         raise ValueError(f"detect must be one of {', '.join(MODES)}, not {mode!r}")
@@ -56,7 +58,7 @@ def detect_fields(
     assert scorer is None or isinstance(scorer, Model)
     found: list[Detected] = []
     complete = mode == "fields"
-    for index, geo, to_pdf in page_geometries(pdf, mode, max_pages):
+    for index, geo, to_pdf in page_geometries(pdf, mode, max_pages, drawn):
         if scorer is None:
             fields = _page_fields(index, geo, to_pdf, complete=complete)
         else:
@@ -122,9 +124,13 @@ def _scored_page_fields(
 
 
 def page_geometries(
-    pdf: bytes, mode: str, max_pages: int | None
+    pdf: bytes, mode: str, max_pages: int | None, drawn: Sequence[int] | None = None
 ) -> Iterator[tuple[int, PageGeometry, object]]:
-    """Each page read for detection: its index, geometry and the map back to PDF space."""
+    """Each page read for detection: its index, geometry and the map back to PDF space.
+
+    ``drawn`` is each page's content as drawn (``check_content_sizes``): a page whose form
+    XObjects make it heavy is read through PDFium like a page whose own content is.
+    """
     if mode == "fields_fast":
         from fillpdf_provider.engine.detect.pdfium_page import read_pdfium_pages
 
@@ -134,16 +140,30 @@ def page_geometries(
 
     from fillpdf_provider.engine.detect.pdfium_page import read_pdfium_page
 
+    failures = _pdfminer_failures()
+
     with pdfplumber.open(io.BytesIO(pdf)) as document:
         for index, page in enumerate(document.pages):
             if max_pages is not None and index >= max_pages:
                 break
-            if _content_size(page) > HEAVY_PAGE_BYTES:
-                # pdfminer would take minutes over a page this busy; PDFium reads it bounded.
-                yield index, *read_pdfium_page(pdf, index)
-            else:
-                yield index, read_page(page), _plumber_to_pdf(page)
+            heavy = drawn is not None and index < len(drawn) and drawn[index] > HEAVY_PAGE_BYTES
+            read = None
+            try:
+                if not heavy and _content_size(page) <= HEAVY_PAGE_BYTES:
+                    read = read_page(page), _plumber_to_pdf(page)
+            except failures:
+                pass  # a font that is its own descendant, a colour space inside itself...
+            # pdfminer would take minutes over a page this busy, and gives up on some damaged
+            # pages; PDFium reads both, bounded.
+            yield (index, *read) if read else (index, *read_pdfium_page(pdf, index))
             page.close()
+
+
+def _pdfminer_failures() -> tuple[type[BaseException], ...]:
+    from pdfminer.psexceptions import PSException
+    from pdfplumber.utils.exceptions import MalformedPDFException, PdfminerException
+
+    return (PSException, PdfminerException, MalformedPDFException, RecursionError)
 
 
 #: Pages whose content streams are larger than this are read through PDFium in every mode.

@@ -1,0 +1,334 @@
+"""The parent side of PDF work: at most N children at once, a bounded queue, deadlines.
+
+Every conversion and fill of a request runs in a child process (see ``isolation``). This
+module decides when: a request takes one of ``max_children`` slots, or waits in a queue of
+at most ``max_queue`` requests for at most ``queue_timeout_s``; past either it gets 503
+with a ``Retry-After`` worked out from how long recent jobs took. A deadline starts when
+the child starts, never while the request queues, and the child is killed when it passes,
+or as soon as the client hangs up.
+
+Waiting on a child holds no thread: the event loop watches the child's pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from fillpdf_provider.service import isolation
+from fillpdf_provider.service.errors import ApiError
+from fillpdf_provider.service.isolation import EngineFailure
+
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+#: Weight of the newest job in the running mean of job times behind ``Retry-After``.
+_SMOOTHING = 0.2
+#: Refusals after which a fill worker is still sound (a bad value, a deleted file).
+_WORKER_SOUND = frozenset({"invalid_request", "expired"})
+
+
+class ClientGone(Exception):
+    """The client closed its connection; its work was stopped and nobody reads an answer."""
+
+
+@dataclass
+class _Child:
+    process: Any
+    conn: Connection
+
+
+async def watch_disconnect(receive: Receive) -> None:
+    """Return when the client hangs up (call once the request body has been read)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class EnginePool:
+    """The PDF work of one server process."""
+
+    def __init__(
+        self,
+        *,
+        max_children: int,
+        max_queue: int,
+        queue_timeout_s: float,
+        memory_bytes: int,
+        max_form_fields: int,
+    ) -> None:
+        self.max_children = max(1, max_children)
+        self.max_form_fields = max_form_fields
+        self.max_queue = max(0, max_queue)
+        self.queue_timeout_s = queue_timeout_s
+        self.memory_bytes = memory_bytes
+        self._context: Any = None
+        self._slots: asyncio.Semaphore | None = None
+        self._queued = 0
+        self._running = 0
+        self._mean_job_s = 1.0
+        self._idle: list[_Child] = []
+        self._children: set[Any] = set()
+
+    # ------------------------------------------------------------------ admission
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    def _busy(self) -> ApiError:
+        ahead = self._queued + self._running
+        retry = max(1, math.ceil(self._mean_job_s * ahead / self.max_children))
+        return ApiError(
+            "service_unavailable",
+            f"The service is busy ({self._running} PDF jobs running, {self._queued} waiting); "
+            f"retry after {retry} s.",
+            headers={"Retry-After": str(retry)},
+        )
+
+    @contextlib.asynccontextmanager
+    async def slot(self, gone: asyncio.Task[None] | None = None) -> AsyncIterator[None]:
+        """Hold one of the ``max_children`` slots; 503 when the queue is full or too slow.
+
+        A request whose client hangs up while it queues leaves the queue (``ClientGone``).
+        """
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_children)
+        slots = self._slots
+        if not slots.locked():  # a free slot: take it now, no task to wait on
+            await slots.acquire()
+            async with self._running_job(slots):
+                yield
+            return
+        if self._queued >= self.max_queue:
+            raise self._busy()
+        self._queued += 1
+        acquire = asyncio.ensure_future(slots.acquire())
+        try:
+            waiting: set[asyncio.Future[Any]] = {acquire}
+            if gone is not None:
+                waiting.add(gone)
+            await asyncio.wait(
+                waiting, timeout=self.queue_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:  # cancelled while queued: never keep a slot nobody will free
+            if acquire.done() and not acquire.cancelled():
+                slots.release()
+            raise
+        finally:
+            self._queued -= 1
+            if not acquire.done():
+                acquire.cancel()
+        if acquire.cancelled():
+            if gone is not None and gone.done():
+                raise ClientGone
+            raise self._busy()
+        async with self._running_job(slots):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _running_job(self, slots: asyncio.Semaphore) -> AsyncIterator[None]:
+        """A job holding a slot: counted, timed for ``Retry-After``, and its slot freed."""
+        self._running += 1
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self._running -= 1
+            took = time.monotonic() - started
+            self._mean_job_s += _SMOOTHING * (took - self._mean_job_s)
+            slots.release()
+
+    # ------------------------------------------------------------------ children
+
+    def _ctx(self) -> Any:
+        if self._context is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(isolation.PRELOAD)
+            self._context = context
+        return self._context
+
+    async def _start(self, target: Callable[..., None], *args: Any) -> _Child:
+        context = self._ctx()
+        parent, child = context.Pipe()
+        process = context.Process(target=target, args=(child, *args), daemon=True)
+        await anyio.to_thread.run_sync(process.start)
+        child.close()
+        self._children.add(process)
+        return _Child(process, parent)
+
+    async def _stop(self, child: _Child) -> None:
+        child.conn.close()
+        if child.process.is_alive():
+            child.process.kill()
+        await anyio.to_thread.run_sync(child.process.join, 5)
+        self._children.discard(child.process)
+
+    async def _receive(
+        self, child: _Child, timeout: float, what: str, gone: asyncio.Task[None] | None
+    ) -> tuple[Any, ...]:
+        """The child's next message, waiting on its pipe in the event loop."""
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        fd = child.conn.fileno()
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            waiting: set[asyncio.Future[Any]] = {ready}
+            if gone is not None:
+                waiting.add(gone)
+            done, _ = await asyncio.wait(
+                waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            loop.remove_reader(fd)
+            ready.cancel()
+        if ready not in done:
+            if gone is not None and gone in done:
+                raise ClientGone
+            raise EngineFailure(
+                "unsupported_file",
+                f"{what} took longer than {timeout:g} s and was stopped; the file may be "
+                "damaged or too complex. Split it or re-save it with a PDF editor.",
+            )
+        try:
+            os.set_blocking(fd, True)  # uvloop leaves a watched fd non-blocking
+            message = child.conn.recv()  # the child is writing it now: read it whole
+        except (EOFError, OSError):
+            await anyio.to_thread.run_sync(child.process.join, 1)
+            raise EngineFailure(
+                "unsupported_file",
+                f"{what} stopped the PDF reader (exit {child.process.exitcode}): the file "
+                "needs more than the service's limits or is damaged. Split it or re-save it "
+                "with a PDF editor.",
+            ) from None
+        if message[0] == "error":
+            raise EngineFailure(message[1], message[2], message[3])
+        return tuple(message)
+
+    # ------------------------------------------------------------------ jobs
+
+    async def convert(
+        self,
+        upload: Path,
+        detect: str,
+        output: Path,
+        *,
+        decide: Callable[[int], Awaitable[None]],
+        probe_timeout: float,
+        timeout: float,
+        schema: str | None = None,
+        gone: asyncio.Task[None] | None = None,
+    ) -> dict[str, Any]:
+        """Convert ``upload`` into ``output``; ``decide(pages)`` may refuse before the work."""
+        async with self.slot(gone):
+            child = await self._start(
+                isolation.convert_child,
+                str(upload),
+                detect,
+                str(output),
+                self.memory_bytes,
+                probe_timeout + timeout,
+                self.max_form_fields,
+                schema,
+            )
+            try:
+                _, pages = await self._receive(child, probe_timeout, "Opening the PDF", gone)
+                await decide(int(pages))
+                child.conn.send("go")
+                result = await self._receive(child, timeout, "Converting the PDF", gone)
+                return dict(result[1])
+            finally:
+                await self._stop(child)
+
+    async def fill_inline(
+        self,
+        pdf: bytes,
+        values: Mapping[str, Any],
+        *,
+        flatten: bool,
+        timeout: float,
+        gone: asyncio.Task[None] | None = None,
+    ) -> bytes:
+        """Fill a PDF the caller sent (untrusted) in a child used once."""
+        async with self.slot(gone):
+            child = await self._start(
+                isolation.fill_child,
+                pdf,
+                dict(values),
+                flatten,
+                self.memory_bytes,
+                timeout,
+                self.max_form_fields,
+            )
+            try:
+                return bytes((await self._receive(child, timeout, "Filling the PDF", gone))[1])
+            finally:
+                await self._stop(child)
+
+    async def fill_stored(
+        self,
+        conversion_id: str,
+        path: Path,
+        values: Mapping[str, Any],
+        *,
+        flatten: bool,
+        timeout: float,
+        gone: asyncio.Task[None] | None = None,
+    ) -> bytes:
+        """Fill a stored conversion in a long-lived worker that keeps its template."""
+        async with self.slot(gone):
+            worker = self._idle.pop() if self._idle else await self._start_worker()
+            reusable = False
+            try:
+                worker.conn.send((conversion_id, str(path), dict(values), flatten))
+                message = await self._receive(worker, timeout, "Filling the PDF", gone)
+                reusable = True
+                return bytes(message[1])
+            except EngineFailure as failure:
+                # a typed refusal (a bad value) leaves the worker sound; anything else doesn't
+                reusable = failure.error_type in _WORKER_SOUND
+                raise
+            finally:
+                if reusable and len(self._idle) < self.max_children:
+                    self._idle.append(worker)
+                else:
+                    await self._stop(worker)
+
+    async def _start_worker(self) -> _Child:
+        worker = await self._start(isolation.fill_worker, self.memory_bytes)
+        try:
+            await self._receive(worker, 60.0, "Starting a fill worker", None)
+        except BaseException:
+            await self._stop(worker)
+            raise
+        return worker
+
+    async def warm_up(self) -> None:
+        """Start the fork server and one fill worker now, not on the first request."""
+        self._idle.append(await self._start_worker())
+
+    def close(self) -> None:
+        """Stop every child at once (the service is shutting down)."""
+        for child in self._idle:
+            child.conn.close()
+        self._idle.clear()
+        for process in list(self._children):
+            if process.is_alive():
+                process.kill()
+        for process in list(self._children):
+            process.join(5)
+        self._children.clear()
