@@ -29,7 +29,7 @@ from fillpdf_provider.service.db import conversions, idempotency, reservations, 
 pytestmark = pytest.mark.system
 
 _databases = itertools.count(1)
-PAGES = 100
+PAGES = 250  # about 3 s a conversion: still running when the signal lands
 IN_FLIGHT = 3
 GONE_WITHIN_S = 10.0
 RETRY_WITHIN_S = 10.0

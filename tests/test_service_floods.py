@@ -15,6 +15,9 @@ import time
 import httpx
 import pytest
 from servicekit import Server, flat_form, start_server
+from sqlalchemy import select
+
+from fillpdf_provider.service.db import idempotency
 
 pytestmark = pytest.mark.system
 
@@ -28,6 +31,18 @@ def flood_server(tmp_path_factory: pytest.TempPathFactory):
     running = start_server(tmp_path_factory.mktemp("flood"))
     yield running
     running.stop()
+
+
+async def _claimed(server: Server, key: str) -> None:
+    """Until a request has claimed the Idempotency-Key ``key``."""
+    query = select(idempotency.c.key).where(idempotency.c.key == key)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with server.db.connect() as conn:
+            if conn.execute(query).first() is not None:
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no request claimed {key!r} within 60 s")
 
 
 def _client(server: Server, key: str) -> httpx.AsyncClient:
@@ -69,7 +84,7 @@ async def _flood(server: Server) -> dict[str, list]:
 
         reading = asyncio.create_task(read_account())
         first = asyncio.create_task(convert_held())
-        await asyncio.sleep(0.5)  # the first request holds the key
+        await _claimed(server, "flood-1")  # the first request holds the key
         repeats = [asyncio.create_task(convert_held()) for _ in range(WAITERS)]
         others = [
             asyncio.create_task(many.post("/v1/convert", files={"file": ("short.pdf", short_form)}))

@@ -25,6 +25,7 @@ import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
+from sqlalchemy.engine import Connection
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -63,6 +64,8 @@ from fillpdf_provider.service.signing import document_url, verify
 from fillpdf_provider.service.uploads import receive_upload
 
 PDF_MAGIC_WINDOW = 1024
+#: Fill bodies up to this size are parsed on the event loop (faster than a thread hop).
+INLINE_PARSE_BYTES = 64 * 1024
 #: Stored conversions a server process remembers as live (owner and expiry) for fills.
 LIVE_CACHE_SIZE = 4096
 #: Largest ``schema`` form field of POST /v1/convert (its entries are bounded by the engine).
@@ -303,6 +306,7 @@ async def _claimed(
         except ApiError as error:
             return _error_response(error)
     key = idempotent.check_key(header)
+    request.state.idempotency_key = key  # a conversion records its answer with its row
     settings = service.settings
     stored = await idempotent.claim(
         service.db,
@@ -437,7 +441,16 @@ async def _convert(
             "result": {**result, "conversion_id": conversion_id},
             "deleted": False,
         }
-        await anyio.to_thread.run_sync(billing.commit, service.db, taken[0], row)
+        response = JSONResponse(service.result_body(row, request))
+        key = getattr(request.state, "idempotency_key", None)
+        answer = idempotent.Stored(200, "application/json", bytes(response.body), {})
+
+        def store_answer(conn: Connection) -> None:
+            idempotent.finish_in(conn, caller.account_id, key, answer)
+
+        await anyio.to_thread.run_sync(
+            billing.commit, service.db, taken[0], row, store_answer if key else None
+        )
     except asyncio.CancelledError:
         give_back()  # the server is stopping: no await may run now
         raise
@@ -448,6 +461,7 @@ async def _convert(
         if isinstance(exc, isolation.EngineFailure):
             raise _engine_error(exc, "file") from None
         if isinstance(exc, billing.ReservationLost):
+            output.unlink(missing_ok=True)  # the commit failed: nothing owns the file
             raise ApiError(
                 "service_unavailable",
                 "The conversion was interrupted by a server restart and nothing was billed; "
@@ -455,7 +469,7 @@ async def _convert(
                 headers={"Retry-After": "1"},
             ) from None
         raise
-    return JSONResponse(service.result_body(row, request))
+    return response
 
 
 def _checked_schema(text: str | None) -> str | None:
@@ -476,12 +490,22 @@ def _checked_schema(text: str | None) -> str | None:
     return text
 
 
-def _parse_fill(raw: bytes) -> FillRequest:
+def _parse_fill(raw: bytes, max_fields: int) -> tuple[FillRequest, str]:
+    """The request and its fingerprint; at most ``max_fields`` values and fields."""
     data = parse_json(raw)
     if not isinstance(data, dict):
         raise ApiError("invalid_request", "The body must be a JSON object.")
     if "values" not in data:
         raise ApiError("invalid_request", "Send 'values': {field name: value}.", param="values")
+    for name in ("values", "fields"):
+        entries = data.get(name)
+        if isinstance(entries, dict | list) and len(entries) > max_fields:
+            raise ApiError(
+                "invalid_request",
+                f"'{name}' has {len(entries):,} entries; the service fills forms of at most "
+                f"{max_fields:,} fields. Split the form into several files.",
+                param=name,
+            )
     has_id = data.get("conversion_id") is not None
     has_pdf = data.get("pdf_base64") is not None
     if has_id == has_pdf:
@@ -496,8 +520,9 @@ def _parse_fill(raw: bytes) -> FillRequest:
             "'fields' (the PDF's schema) is required with 'pdf_base64'.",
             param="fields",
         )
+    fingerprint = hashlib.sha256(b"fill|" + raw).hexdigest()
     try:
-        return FillRequest.model_validate(data)
+        return FillRequest.model_validate(data), fingerprint
     except ValueError as exc:
         errors = getattr(exc, "errors", lambda: [])()
         first = errors[0] if errors else {}
@@ -592,12 +617,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await _start(service)
-        tasks = [
-            asyncio.create_task(_sweep_forever(service)),
-            asyncio.create_task(_heartbeat_forever(service)),
-        ]
+        tasks: list[asyncio.Task[None]] = []
         try:
+            await _start(service, tasks)
             yield
         finally:
             for task in tasks:
@@ -716,8 +738,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     async def fill_pdf(request: Request, caller: Authorized) -> Response:
         raw = await _read_body(request, service.settings.max_fill_body_bytes)
-        body = _parse_fill(raw)
-        fingerprint = hashlib.sha256(b"fill|" + raw).hexdigest()
+        limit = service.settings.max_form_fields
+        if len(raw) <= INLINE_PARSE_BYTES:
+            body, fingerprint = _parse_fill(raw, limit)
+        else:  # megabytes of JSON take the event loop for seconds: parse beside it
+            body, fingerprint = await anyio.to_thread.run_sync(_parse_fill, raw, limit)
         return await _idempotent(
             request, caller, fingerprint, lambda gone: _fill(service, caller, body, gone)
         )
@@ -857,12 +882,16 @@ def _declare_headers(operation: dict[str, Any]) -> None:
             headers["Retry-After"] = _header("Seconds to wait.", required=True)
 
 
-async def _start(service: Service) -> None:
-    """Register this server, clear what dead ones left, and start the PDF workers."""
+async def _start(service: Service, tasks: list[asyncio.Task[None]]) -> None:
+    """Register this server, clear what dead ones left, and start the PDF workers.
+
+    The heartbeat starts first: other hosts must not take a slow start for a dead server.
+    """
     settings = service.settings
     if os.environ.get(SERVER_PID_VARIABLE, str(os.getpid())) != str(os.getpid()):
         isolation.die_with_parent()  # a worker of `fillpdf serve --workers N`: die with it
     await anyio.to_thread.run_sync(recovery.register, service.db, service.instance)
+    tasks.append(asyncio.create_task(_heartbeat_forever(service)))
     await anyio.to_thread.run_sync(
         lambda: recovery.recover(
             service.db,
@@ -873,6 +902,7 @@ async def _start(service: Service) -> None:
         )
     )
     await service.pool.warm_up()
+    tasks.append(asyncio.create_task(_sweep_forever(service)))
 
 
 def _stop(service: Service) -> None:

@@ -10,10 +10,11 @@ pass gives back: pages billed always equal the pages of the conversions that exi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Select, delete, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from fillpdf_provider.service.clock import iso, month_bounds, period_of
@@ -87,8 +88,16 @@ class ReservationLost(Exception):
     """The reservation was given back (its server was taken for dead) before the commit."""
 
 
-def commit(engine: Engine, reservation: Reservation, row: dict[str, Any]) -> None:
-    """Record the conversion in place of its reservation: billed exactly when it exists."""
+def commit(
+    engine: Engine,
+    reservation: Reservation,
+    row: dict[str, Any],
+    also: Callable[[Connection], None] | None = None,
+) -> None:
+    """Record the conversion in place of its reservation: billed exactly when it exists.
+
+    ``also`` writes what must be recorded with it (the request's idempotent answer).
+    """
     with engine.begin() as conn:
         taken = conn.execute(
             delete(reservations).where(reservations.c.conversion_id == reservation.conversion_id)
@@ -96,6 +105,8 @@ def commit(engine: Engine, reservation: Reservation, row: dict[str, Any]) -> Non
         if taken != 1:
             raise ReservationLost(reservation.conversion_id)
         conn.execute(conversions.insert().values(**row))
+        if also is not None:
+            also(conn)
 
 
 def release(engine: Engine, reservation: Reservation) -> bool:
@@ -123,6 +134,19 @@ def _release(conn: Connection, conversion_id: str) -> bool:
     return True
 
 
+def release_owned_by_none_of(engine: Engine, live: Select[Any], me: str) -> list[str]:
+    """Give back every reservation whose server is not among ``live`` (nor ``me``)."""
+    with engine.connect() as conn:
+        ids = list(
+            conn.execute(
+                select(reservations.c.conversion_id).where(
+                    reservations.c.owner != me, reservations.c.owner.not_in(live)
+                )
+            ).scalars()
+        )
+    return _release_each(engine, ids)
+
+
 def release_owned_by(engine: Engine, owners: set[str]) -> list[str]:
     """Give back every reservation of the dead server instances ``owners``; their ids."""
     if not owners:
@@ -134,6 +158,10 @@ def release_owned_by(engine: Engine, owners: set[str]) -> list[str]:
                 select(reservations.c.conversion_id).where(reservations.c.owner.in_(owners))
             )
         ]
+    return _release_each(engine, ids)
+
+
+def _release_each(engine: Engine, ids: list[str]) -> list[str]:
     released = []
     for conversion_id in ids:
         with engine.begin() as conn:

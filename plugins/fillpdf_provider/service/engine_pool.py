@@ -128,12 +128,14 @@ class EnginePool:
         except BaseException:  # cancelled while queued: never keep a slot nobody will free
             if acquire.done() and not acquire.cancelled():
                 slots.release()
+            else:
+                acquire.cancel()  # a slot handed to it on the way is passed on
             raise
         finally:
             self._queued -= 1
-            if not acquire.done():
-                acquire.cancel()
-        if acquire.cancelled():
+        # cancel() only asks: the task ends later, so decide on what it has done by now
+        if not (acquire.done() and not acquire.cancelled()):
+            acquire.cancel()
             if gone is not None and gone.done():
                 raise ClientGone
             raise self._busy()
@@ -166,9 +168,11 @@ class EnginePool:
         context = self._ctx()
         parent, child = context.Pipe()
         process = context.Process(target=target, args=(child, *args), daemon=True)
-        await anyio.to_thread.run_sync(process.start)
-        child.close()
-        self._children.add(process)
+        self._children.add(process)  # known before it starts: close() must find it
+        try:
+            await anyio.to_thread.run_sync(process.start)
+        finally:
+            child.close()
         return _Child(process, parent)
 
     async def _stop(self, child: _Child) -> None:
@@ -291,10 +295,16 @@ class EnginePool:
     ) -> bytes:
         """Fill a stored conversion in a long-lived worker that keeps its template."""
         async with self.slot(gone):
-            worker = self._idle.pop() if self._idle else await self._start_worker()
+            worker = await self._worker()
             reusable = False
             try:
-                worker.conn.send((conversion_id, str(path), dict(values), flatten))
+                job = (conversion_id, str(path), dict(values), flatten)
+                try:
+                    worker.conn.send(job)
+                except OSError:  # it died idle (its fork server was stopped): use a new one
+                    await self._stop(worker)
+                    worker = await self._start_worker()
+                    worker.conn.send(job)
                 message = await self._receive(worker, timeout, "Filling the PDF", gone)
                 reusable = True
                 return bytes(message[1])
@@ -307,6 +317,15 @@ class EnginePool:
                     self._idle.append(worker)
                 else:
                     await self._stop(worker)
+
+    async def _worker(self) -> _Child:
+        """An idle fill worker that is still alive, or a new one."""
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.process.is_alive():
+                return worker
+            await self._stop(worker)
+        return await self._start_worker()
 
     async def _start_worker(self) -> _Child:
         worker = await self._start(isolation.fill_worker, self.memory_bytes)
@@ -326,9 +345,10 @@ class EnginePool:
         for child in self._idle:
             child.conn.close()
         self._idle.clear()
-        for process in list(self._children):
+        started = [process for process in self._children if process.pid is not None]
+        for process in started:
             if process.is_alive():
                 process.kill()
-        for process in list(self._children):
+        for process in started:
             process.join(5)
         self._children.clear()

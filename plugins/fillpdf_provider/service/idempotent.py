@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import anyio
 from sqlalchemy import delete, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from fillpdf_provider.service.db import idempotency, upsert
 from fillpdf_provider.service.errors import ApiError
@@ -160,17 +160,23 @@ def _take_over(engine: Engine, account_id: str, key: str, owner: str | None) -> 
 
 def finish(engine: Engine, account_id: str, key: str, answer: Stored) -> None:
     with engine.begin() as conn:
-        conn.execute(
-            update(idempotency)
-            .where(idempotency.c.account_id == account_id, idempotency.c.key == key)
-            .values(
-                done=True,
-                status=answer.status,
-                content_type=answer.content_type,
-                body=answer.body,
-                headers=json.dumps(answer.headers),
-            )
+        finish_in(conn, account_id, key, answer)
+
+
+def finish_in(conn: Connection, account_id: str, key: str, answer: Stored) -> None:
+    """Store the answer in the caller's transaction (a conversion stores it with its row,
+    so a crash between the two can never make a retry convert and bill again)."""
+    conn.execute(
+        update(idempotency)
+        .where(idempotency.c.account_id == account_id, idempotency.c.key == key)
+        .values(
+            done=True,
+            status=answer.status,
+            content_type=answer.content_type,
+            body=answer.body,
+            headers=json.dumps(answer.headers),
         )
+    )
 
 
 def release(engine: Engine, account_id: str, key: str) -> None:

@@ -48,7 +48,7 @@ class Instance:
     @classmethod
     def of_this_process(cls) -> Instance:
         pid = os.getpid()
-        return cls("srv_" + secrets.token_hex(8), socket.gethostname(), pid, _process_start(pid))
+        return cls("srv_" + secrets.token_hex(8), socket.gethostname(), pid, process_start_of(pid))
 
     def upload_prefix(self) -> str:
         return f"upload-{self.id}-"
@@ -70,7 +70,7 @@ class Recovered:
         )
 
 
-def _process_start(pid: int) -> str | None:
+def process_start_of(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (Linux), to tell pids apart."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -86,7 +86,7 @@ def _alive_here(pid: int, process_start: str | None) -> bool:
         return False
     except PermissionError:
         pass  # a process of another user holds the pid: not ours, unless start times match
-    return process_start is None or _process_start(pid) == process_start
+    return process_start is None or process_start_of(pid) == process_start
 
 
 def register(engine: Engine, me: Instance) -> None:
@@ -105,10 +105,14 @@ def register(engine: Engine, me: Instance) -> None:
 
 
 def heartbeat(engine: Engine, me: Instance) -> None:
+    """Say this instance is up; register again if another host took it for dead."""
     with engine.begin() as conn:
-        conn.execute(
+        found = conn.execute(
             update(instances).where(instances.c.id == me.id).values(heartbeat_at=time.time())
-        )
+        ).rowcount
+    if not found:
+        log(logging.WARNING, "this server was taken for dead; registering again", id=me.id)
+        register(engine, me)
 
 
 def unregister(engine: Engine, me: Instance, files_dir: Path, uploads_dir: Path) -> Recovered:
@@ -132,12 +136,14 @@ def dead_instances(engine: Engine, me: Instance) -> set[str]:
     stale = time.time() - STALE_S
     with engine.connect() as conn:
         rows = conn.execute(select(instances).where(instances.c.id != me.id)).all()
-    return {
-        row.id
-        for row in rows
-        if (row.host == me.host and not _alive_here(row.pid, row.process_start))
-        or row.heartbeat_at < stale
-    }
+    dead = set()
+    for row in rows:  # on this host the process table decides; elsewhere the heartbeat
+        here = row.host == me.host
+        if (here and not _alive_here(row.pid, row.process_start)) or (
+            not here and row.heartbeat_at < stale
+        ):
+            dead.add(row.id)
+    return dead
 
 
 def owner_alive(engine: Engine, owner: str | None, me: Instance) -> bool:
@@ -177,13 +183,16 @@ def recover(
     with engine.begin() as conn:
         if dead:
             conn.execute(delete(instances).where(instances.c.id.in_(dead)))
-        live = {row.id for row in conn.execute(select(instances.c.id))}
+        live = select(instances.c.id)  # one statement each: a server registering now is seen
         report.claims += conn.execute(  # claims from before owners were recorded, or lost
             delete(idempotency).where(
                 idempotency.c.done.is_(False),
-                (idempotency.c.owner.is_(None)) | (idempotency.c.owner.not_in(live | {me.id})),
+                idempotency.c.owner.is_(None)
+                | ((idempotency.c.owner != me.id) & idempotency.c.owner.not_in(live)),
             )
         ).rowcount
+    # reservations whose server left no row (stopped or taken for dead mid-request)
+    report.reservations += billing.release_owned_by_none_of(engine, live, me.id)
     if scan_files or report:
         report.files = _orphan_files(engine, files_dir)
         report.uploads = _orphan_uploads(engine, uploads_dir, me)

@@ -18,6 +18,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 HEADER_TIMEOUT_VARIABLE = "FILLPDF_HEADER_TIMEOUT"
 DEFAULT_HEADER_TIMEOUT_S = 5.0
+#: Seconds a timed-out connection is kept half-open so the client can read its 408.
+LINGER_S = 2.0
 _BODY = json.dumps(
     {
         "error": {
@@ -43,6 +45,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
             os.environ.get(HEADER_TIMEOUT_VARIABLE) or DEFAULT_HEADER_TIMEOUT_S
         )
         self._header_timer: asyncio.TimerHandle | None = None
+        self._timed_out = False
 
     def _arm(self) -> None:
         self._disarm()
@@ -56,9 +59,22 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def _headers_late(self) -> None:
         self._header_timer = None
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(_TIMED_OUT)
-            self.transport.close()
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        self._timed_out = True
+        transport.write(_TIMED_OUT)
+        # Close our side only, and drop what still arrives for a moment: closing at once
+        # would answer the client's next bytes with a reset that can destroy the 408.
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.loop.call_later(LINGER_S, transport.close)
+        else:
+            transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._timed_out:
+            super().data_received(data)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

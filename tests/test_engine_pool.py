@@ -1,0 +1,99 @@
+"""The admission of PDF jobs: at most ``max_children`` at once, whatever the queue does."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fillpdf_provider.service.engine_pool import ClientGone, EnginePool
+from fillpdf_provider.service.errors import ApiError
+
+
+def _pool(queue_timeout_s: float, max_queue: int = 8) -> EnginePool:
+    return EnginePool(
+        max_children=1,
+        max_queue=max_queue,
+        queue_timeout_s=queue_timeout_s,
+        memory_bytes=0,
+        max_form_fields=10,
+    )
+
+
+async def _jobs(pool: EnginePool, count: int, hold_s: float) -> tuple[list[object], int]:
+    running, peak = 0, 0
+
+    async def job() -> str:
+        nonlocal running, peak
+        async with pool.slot():
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(hold_s)
+            running -= 1
+        return "ran"
+
+    results = await asyncio.gather(*(job() for _ in range(count)), return_exceptions=True)
+    return results, peak
+
+
+def test_requests_that_wait_too_long_get_503_and_never_run_beside_the_one_running() -> None:
+    pool = _pool(queue_timeout_s=0.1)
+
+    async def run() -> tuple[list[object], int, list[object], int]:
+        first, peak = await _jobs(pool, 3, 0.4)
+        again, peak_again = await _jobs(pool, 3, 0.4)  # the slot count did not grow
+        return first, peak, again, peak_again
+
+    first, peak, again, peak_again = asyncio.run(run())
+    for results in (first, again):
+        assert results.count("ran") == 1, results
+        busy = [r for r in results if isinstance(r, ApiError)]
+        assert len(busy) == 2 and all(r.status == 503 for r in busy)
+        assert all(int(r.headers["Retry-After"]) >= 1 for r in busy)
+    assert peak == peak_again == 1
+
+
+def test_a_client_that_hangs_up_while_queued_leaves_the_queue() -> None:
+    pool = _pool(queue_timeout_s=5)
+
+    async def run() -> tuple[type[BaseException] | None, int]:
+        async def hold() -> None:
+            async with pool.slot():
+                await asyncio.sleep(0.3)
+
+        holder = asyncio.create_task(hold())
+        await asyncio.sleep(0.05)
+        gone: asyncio.Task[None] = asyncio.create_task(asyncio.sleep(0.05))
+        caught: type[BaseException] | None = None
+        try:
+            async with pool.slot(gone):
+                pass
+        except ClientGone:
+            caught = ClientGone
+        await holder
+        _, peak = await _jobs(pool, 2, 0.05)  # one slot still, and it is free
+        return caught, peak
+
+    caught, peak = asyncio.run(run())
+    assert caught is ClientGone
+    assert peak == 1
+
+
+def test_a_full_queue_refuses_at_once() -> None:
+    pool = _pool(queue_timeout_s=5, max_queue=1)
+    results, peak = asyncio.run(_jobs(pool, 4, 0.2))
+    assert results.count("ran") == 2 and peak == 1  # one running, one queued
+    assert sum(isinstance(r, ApiError) for r in results) == 2
+
+
+def test_the_slot_is_free_after_a_job_fails() -> None:
+    pool = _pool(queue_timeout_s=1)
+
+    async def run() -> int:
+        with pytest.raises(RuntimeError):
+            async with pool.slot():
+                raise RuntimeError("the job failed")
+        _, peak = await _jobs(pool, 2, 0.0)
+        return peak
+
+    assert asyncio.run(run()) == 1
