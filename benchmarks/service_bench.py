@@ -42,7 +42,6 @@ import asyncio
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -516,13 +515,9 @@ class BareServer:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        from servicekit import stop_process
+
+        stop_process(self.process)
 
 
 def start_bare(workdir: Path, pdf: bytes, settings: dict[str, Any]) -> BareServer:

@@ -101,15 +101,20 @@ class Server:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        stop_process(self.process)
         if self._engine is not None:
             self._engine.dispose()  # type: ignore[attr-defined]
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as an operator stops a server; SIGKILL if it is not gone in 20 s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
 
 def start_server(

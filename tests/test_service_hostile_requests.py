@@ -396,7 +396,7 @@ def test_an_app_without_a_public_url_uses_localhost(tmp_path: Path) -> None:
     from fillpdf_provider.service import Settings, create_app
 
     app = create_app(Settings(data_dir=tmp_path))
-    assert app.state.service.base_url(None) == "http://localhost"
+    assert app.state.service.settings.public_base_url == "http://localhost"
 
 
 def test_serve_takes_its_public_url_from_its_bind_address() -> None:

@@ -29,7 +29,14 @@ from fillpdf_provider.engine.appearance import (
     widget_box,
 )
 from fillpdf_provider.engine.errors import FieldValueError, NoFormError, UnknownFieldError
-from fillpdf_provider.engine.form import FormField, Widget, acroform_of, read_fields, top_field_ref
+from fillpdf_provider.engine.form import (
+    FormField,
+    Widget,
+    acroform_of,
+    check_form_size,
+    read_fields,
+    top_field_ref,
+)
 from fillpdf_provider.engine.incremental import append_update
 from fillpdf_provider.engine.pdfsyntax import dict_without, name, ref, serialize, text_string
 from fillpdf_provider.engine.schema import Field
@@ -88,10 +95,13 @@ class Template:
     Output is deterministic: the same template and values give the same bytes.
     """
 
-    def __init__(self, pdf: PdfInput) -> None:
+    def __init__(self, pdf: PdfInput, *, max_fields: int | None = None) -> None:
+        """``max_fields`` refuses a form that declares more, before any field is read."""
         opened = open_pdf(pdf)
         self._reader, self._base = opened.reader, opened.base
         with reading_pdf("The PDF's form"):
+            if max_fields is not None:
+                check_form_size(self._reader, max_fields)
             self._compile()
 
     def _compile(self) -> None:

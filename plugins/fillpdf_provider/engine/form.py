@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pypdf import PdfReader
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject
 
+from fillpdf_provider.engine.errors import PdfError
 from fillpdf_provider.engine.schema import Field, OptionWidget
 
 FF_READ_ONLY = 1 << 0
@@ -412,6 +413,16 @@ def form_size(reader: PdfReader) -> int:
         if isinstance(annots, ArrayObject):
             annotations += len(annots)
     return max(declared, annotations)
+
+
+def check_form_size(reader: PdfReader, max_fields: int) -> None:
+    """Refuse, before reading them, more fields than a caller with a budget reads."""
+    size = form_size(reader)
+    if size > max_fields:
+        raise PdfError(
+            f"The PDF declares {size:,} fields or annotations; at most {max_fields:,} are read "
+            "per form. Split the form into several files."
+        )
 
 
 def top_field_ref(target: Target) -> IndirectObject | None:

@@ -114,14 +114,12 @@ class Service:
         while len(self._live) > LIVE_CACHE_SIZE:
             self._live.popitem(last=False)
 
-    def base_url(self, request: Request) -> str:
-        """The configured public URL: never ``request.base_url``, whose host the client sets."""
-        return self.settings.public_base_url
-
-    def result_body(self, row: dict[str, Any], request: Request) -> dict[str, Any]:
+    def result_body(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A conversion result with a signed URL on the configured public address (never
+        the request's, whose host the client sets)."""
         expires = int(row["expires_at"])
         key = self.settings.signing_key or b""
-        url = document_url(self.base_url(request), key, row["id"], expires)
+        url = document_url(self.settings.public_base_url, key, row["id"], expires)
         return {**row["result"], "document_url": url, "expires_at": iso(expires)}
 
 
@@ -441,7 +439,7 @@ async def _convert(
             "result": {**result, "conversion_id": conversion_id},
             "deleted": False,
         }
-        response = JSONResponse(service.result_body(row, request))
+        response = JSONResponse(service.result_body(row))
         key = getattr(request.state, "idempotency_key", None)
         answer = idempotent.Stored(200, "application/json", bytes(response.body), {})
 
@@ -773,7 +771,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         row = await anyio.to_thread.run_sync(
             lambda: conversions.live(service.db, conversion_id, caller.account_id, service.now())
         )
-        return JSONResponse(service.result_body(row, request))
+        return JSONResponse(service.result_body(row))
 
     @app.get(
         "/v1/files/{conversion_id}.pdf",
@@ -913,14 +911,7 @@ def _stop(service: Service) -> None:
         service.db, service.instance, settings.files_dir, settings.uploads_dir
     )
     if left:
-        log(
-            logging.WARNING,
-            "stopped with work in progress; it was given back",
-            released_reservations=left.reservations,
-            freed_claims=left.claims,
-            deleted_files=left.files,
-            deleted_uploads=left.uploads,
-        )
+        left.log("stopped with work in progress; it was given back")
 
 
 async def _heartbeat_forever(service: Service) -> None:

@@ -132,6 +132,7 @@ def convert_child(
         limit(memory, cpu)
         from fillpdf_provider.engine.convert import convert
         from fillpdf_provider.engine.filler import write_atomic
+        from fillpdf_provider.engine.form import check_form_size
         from fillpdf_provider.engine.rebuild import check_placement, parse_schema
         from fillpdf_provider.engine.source import open_pdf, reading_pdf
 
@@ -175,12 +176,9 @@ def fill_child(
         die_with_parent()
         limit(memory, cpu)
         from fillpdf_provider.engine.filler import Template
-        from fillpdf_provider.engine.source import open_pdf, reading_pdf
 
-        opened = open_pdf(pdf)
-        with reading_pdf():
-            check_form_size(opened.reader, max_fields)
-        conn.send(("done", Template(pdf).fill(values, flatten=flatten)))
+        template = Template(pdf, max_fields=max_fields)
+        conn.send(("done", template.fill(values, flatten=flatten)))
     except BaseException as exc:
         _send_failure(conn, exc)
     finally:
@@ -226,19 +224,6 @@ def fill_worker(conn: Connection, memory: int) -> None:
         _send_failure(conn, exc)
     finally:
         conn.close()
-
-
-def check_form_size(reader: Any, max_fields: int) -> None:
-    """Refuse, before reading them, more fields than the service reads per form."""
-    from fillpdf_provider.engine.errors import PdfError
-    from fillpdf_provider.engine.form import form_size
-
-    size = form_size(reader)
-    if size > max_fields:
-        raise PdfError(
-            f"The PDF declares {size:,} fields or annotations; the service reads forms of at "
-            f"most {max_fields:,}. Split the form into several files."
-        )
 
 
 def _expired(conversion_id: str) -> Failure:

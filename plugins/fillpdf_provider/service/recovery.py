@@ -64,6 +64,17 @@ class Recovered:
     files: list[str] = field(default_factory=list)
     uploads: list[str] = field(default_factory=list)
 
+    def log(self, message: str) -> None:
+        log(
+            logging.WARNING,
+            message,
+            dead_instances=self.dead_instances,
+            released_reservations=self.reservations,
+            freed_claims=self.claims,
+            deleted_files=self.files,
+            deleted_uploads=self.uploads,
+        )
+
     def __bool__(self) -> bool:
         return bool(
             self.dead_instances or self.reservations or self.claims or self.files or self.uploads
@@ -197,15 +208,7 @@ def recover(
         report.files = _orphan_files(engine, files_dir)
         report.uploads = _orphan_uploads(engine, uploads_dir, me)
     if report:
-        log(
-            logging.WARNING,
-            "recovered after a server stopped mid-work",
-            dead_instances=report.dead_instances,
-            released_reservations=report.reservations,
-            freed_claims=report.claims,
-            deleted_files=report.files,
-            deleted_uploads=report.uploads,
-        )
+        report.log("recovered after a server stopped mid-work")
     return report
 
 
