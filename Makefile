@@ -9,6 +9,10 @@ DEMO_OUT ?= demo-output
 DEMO_HOME := $(abspath .airflow-demo)
 DEMO_ENV := AIRFLOW_HOME=$(DEMO_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
 	AIRFLOW__CORE__LOAD_EXAMPLES=False
+# The suite runs in two worker processes, each test file whole on one of them (its servers and
+# clusters are started once per worker); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
@@ -40,11 +44,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check plugins tests benchmarks include dags
 
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # The quick loop: everything but the system tests that start a whole Celery stack.
 test-quick: $(STAMP) lint
-	$(PY) -m pytest -q -m "not system"
+	$(PYTEST) -m "not system"
 
 # The field scorer: rebuilt from ../shared/corpus/train with a fixed seed (the same model,
 # byte for byte), cross-validated by form; figures in benchmarks/results/detector_cv.txt.
