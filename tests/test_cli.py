@@ -23,7 +23,7 @@ from fillpdf_provider.engine import inspect
 
 SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
 SAMPLE_ROWS = ROOT / "include" / "sample_rows.csv"
-MANIFEST_COLUMNS = ["row", "path", "sha256", "pages", "bytes", "status", "error"]
+MANIFEST_COLUMNS = ["row", "path", "sha256", "pages", "bytes", "status", "error", "cut"]
 UNSAFE = re.compile(r"[^\w.\- ]+")
 
 

@@ -15,10 +15,10 @@ import pdfplumber
 import pytest
 
 from benchmarks.detect_eval import flatten_form
-from fillpdf_provider.engine import Template
+from fillpdf_provider.engine import Fit, Template
 from fillpdf_provider.engine.convert import convert
 from tests import viewcheck
-from tests.test_corpus_roundtrip import CORPUS, FORMS
+from tests.test_corpus_roundtrip import CORPUS, FORMS, SMALLEST
 
 pytestmark = pytest.mark.skipif(
     not FORMS, reason=f"no corpus forms in {CORPUS} (set FILLPDF_CORPUS to point at them)"
@@ -59,7 +59,7 @@ def test_converted_form_fills_and_shows_every_value(form: str) -> None:
         return
     template = Template(result.pdf)
     values = _values(template)
-    filled = template.fill(values)
+    filled = template.fill(values, fit=Fit(min_size=SMALLEST))
     shown = viewcheck.flatten_with_pdfium(filled, drop_page_content=True)
     blank = viewcheck.flatten_with_pdfium(result.pdf, drop_page_content=True)
     unseen = []

@@ -397,10 +397,15 @@ def check_form(path: Path, inspect_fn: InspectFn, fill_fn: FillFn) -> FormResult
 # --------------------------------------------------------------------------- tests
 
 
-def _engine() -> tuple[InspectFn, FillFn]:
-    from fillpdf_provider.engine import fill, inspect
+#: The sample values are chosen for the boxes only roughly, and some boxes are a few points
+#: wide: text may shrink to 1 pt here (the default refuses text that needs under 4 pt).
+SMALLEST = 1.0
 
-    return inspect, lambda pdf, values: fill(pdf, values)
+
+def _engine() -> tuple[InspectFn, FillFn]:
+    from fillpdf_provider.engine import Fit, Template, inspect
+
+    return inspect, lambda pdf, values: Template(pdf).fill(values, fit=Fit(min_size=SMALLEST))
 
 
 @functools.cache

@@ -1,24 +1,31 @@
 """Appearance streams: what a viewer draws for a widget without regenerating anything.
 
 Text follows the field's ``/DA`` (font, size, colour) and ``/Q`` (alignment); a size of 0
-means auto-size, and text too large for its box is scaled down until it fits, so a value is
-never clipped out of sight. Multiline text wraps at word boundaries, comb fields put one
-character in each cell, list boxes highlight the selected option, and ``/MK /R`` rotation is
-honoured through the form's ``/Matrix``.
+means auto-size. Sizes are fitted to the ink the value's glyphs really have (an accented
+capital stands taller than the font's ascent), so nothing is clipped by the box. Text too
+large for its box is scaled down, never below ``Fit.min_size``; what happens past that is
+``Fit.policy``'s decision. Multiline text wraps at word boundaries, comb fields put one
+character in each cell, list boxes highlight the selected option, and rotation (``/MK /R``,
+or a form's own appearance ``/Matrix``) is honoured through the form's ``/Matrix``.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Protocol
 
-from pypdf.generic import ArrayObject, DictionaryObject
+from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
 
 AUTO_MAX_SIZE = 12.0
-MIN_SIZE = 1.0  # text shrinks this far to stay inside its box: small beats clipped
+MIN_SIZE = 4.0  # the default smallest size text shrinks to: below it nobody can read it
 LEADING = 1.15
+#: How far an accent stands above a capital (Helvetica's Aring tops out at 0.931 em over a
+#: cap height of 0.718): fonts' ascents leave it out, so a box sized by them clips it.
+ACCENT_RISE = 0.215
+OVERFLOW_POLICIES = ("error", "shrink", "truncate")
 HIGHLIGHT = b"0.6 0.75 0.86 rg"
 
 
@@ -90,7 +97,7 @@ def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]
     width, height = rect[2] - rect[0], rect[3] - rect[1]
     mk = widget.get("/MK")
     mk = mk.get_object() if mk is not None else DictionaryObject()
-    rotation = int(mk.get("/R", 0) or 0) % 360
+    rotation = int(mk.get("/R", 0) or 0) % 360 if "/R" in mk else _drawn_rotation(widget)
     bs = widget.get("/BS")
     bs = bs.get_object() if bs is not None else DictionaryObject()
     fill = _color(mk.get("/BG"), b"g", b"rg", b"k")
@@ -135,6 +142,27 @@ def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]
     return Box(width, height, bbox, matrix, frame, border, clip)
 
 
+def _drawn_rotation(widget: DictionaryObject) -> int:
+    """The quarter turn of a widget's existing appearance ``/Matrix``: some forms rotate a
+    field that way alone, with no ``/MK /R``, and a redrawn value must turn with it."""
+    ap = widget.get("/AP")
+    ap = ap.get_object() if ap is not None else None
+    normal = ap.get("/N") if isinstance(ap, DictionaryObject) else None
+    normal = normal.get_object() if normal is not None else None
+    if isinstance(normal, DictionaryObject) and not isinstance(normal, StreamObject):
+        streams = [v.get_object() for v in normal.values()]
+        normal = next((v for v in streams if isinstance(v, StreamObject)), None)
+    matrix = normal.get("/Matrix") if isinstance(normal, StreamObject) else None
+    matrix = matrix.get_object() if matrix is not None else None
+    try:
+        a, b = float(matrix[0]), float(matrix[1])  # type: ignore[index]
+    except (TypeError, ValueError, IndexError, KeyError):
+        return 0
+    if a == 0 and b == 0:
+        return 0
+    return round(math.degrees(math.atan2(b, a)) / 90) * 90 % 360
+
+
 _SPECIAL = re.compile(rb"[\\()\r\n]")
 _ESCAPES = {b"\\": b"\\\\", b"(": b"\\(", b")": b"\\)", b"\r": b"\\r", b"\n": b"\\n"}
 
@@ -150,19 +178,106 @@ def show(codes: bytes, two_byte: bool) -> bytes:
     return b"<" + codes.hex().encode("ascii") + b">" if two_byte else escape(codes)
 
 
-def _fit_single(box: Box, font: Font, size: float, width_at_1: float) -> float:
+@dataclass(frozen=True)
+class Fit:
+    """What to do with text that does not fit its box.
+
+    Text first shrinks, down to ``min_size``. Past that, ``"error"`` refuses the value,
+    ``"shrink"`` draws what fits at ``min_size`` and ``"truncate"`` draws what fits at the
+    field's own size; both report the value as cut.
+    """
+
+    policy: str = "error"
+    min_size: float = MIN_SIZE
+
+    def __post_init__(self) -> None:
+        if self.policy not in OVERFLOW_POLICIES:
+            raise ValueError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}")
+        if not 0.5 <= self.min_size <= 72:
+            raise ValueError("the minimum font size must be between 0.5 and 72 pt")
+
+
+def ink_extent(font: Font, text: str) -> tuple[float, float]:
+    """(top, bottom) of ``text``'s glyphs per 1 pt, from the baseline: the font's ascent
+    and descent, raised where an accented capital or a tall diacritic needs it."""
+    top = font.ascent
+    for char in text:
+        if char > "\x7f" and _accented_capital(char):
+            top = max(top, font.ascent + ACCENT_RISE)
+            break
+    return top, font.descent
+
+
+def _accented_capital(char: str) -> bool:
+    decomposed = unicodedata.normalize("NFD", char)
+    return (len(decomposed) > 1 and (decomposed[0].isupper() or decomposed[0].isdigit())) or (
+        char in "ÅǺΆΈΉΊΌΎΏЁЙЇ"
+    )
+
+
+def _fit_single(
+    box: Box,
+    font: Font,
+    size: float,
+    width_at_1: float,
+    extent: tuple[float, float],
+    fit: Fit,
+    chars: int = 0,
+) -> tuple[float, bool]:
+    """(size, whether the text is wider than the box even at that size) for one line."""
     room_h = box.height - 2 * max(1.0, box.border)
-    line = font.ascent - font.descent
+    line = extent[0] - extent[1]
     by_height = room_h / line if line > 0 else AUTO_MAX_SIZE
+    if chars and (size <= 0 or size > by_height):
+        _check_height(box, by_height, fit)
     size = min(AUTO_MAX_SIZE, by_height) if size <= 0 else min(size, by_height)
     room_w = box.width - 2 * box.padding
-    if width_at_1 > 0 and width_at_1 * size > room_w:
-        size = room_w / width_at_1
-    return max(size, MIN_SIZE)
+    if width_at_1 <= 0 or width_at_1 * size <= room_w:
+        return size, False
+    floor = min(fit.min_size, size)  # a box too short for the minimum keeps its own size
+    needed = room_w / width_at_1
+    if needed >= floor:
+        return needed, False
+    if fit.policy == "error":
+        holds = int(chars * max(needed, 0) / floor)
+        raise TextTooLong(
+            f"{chars:,} characters need {max(needed, 0):.1f} pt to fit this box, under the "
+            f"smallest size of {floor:g} pt (at which it holds about {holds:,}); shorten the "
+            "value, use a larger field, or choose the 'shrink' or 'truncate' overflow policy."
+        )
+    return (floor if fit.policy == "shrink" else size), True
+
+
+def _check_height(box: Box, by_height: float, fit: Fit) -> None:
+    """Under the "error" policy, refuse a box too short for text of the minimum size (the
+    form's own smaller ``/DA`` size is its designer's choice and is kept)."""
+    if by_height < fit.min_size and fit.policy == "error":
+        raise TextTooLong(
+            f"this box is {box.height:.1f} pt tall, so its text can be at most "
+            f"{max(by_height, 0):.1f} pt, under the smallest size of {fit.min_size:g} pt; use "
+            "a taller field, a smaller minimum size, or the 'shrink' or 'truncate' overflow "
+            "policy."
+        )
+
+
+def _baseline(box: Box, size: float, font: Font, extent: tuple[float, float]) -> float:
+    """Centred on the font's ascent and descent, as viewers place text, then moved just
+    enough to keep the glyphs' real ink inside the border."""
+    inset = max(1.0, box.border)
+    baseline = box.height / 2 - size * (font.ascent + font.descent) / 2
+    top, bottom = extent
+    baseline = min(baseline, box.height - inset - size * top)
+    return max(baseline, inset - size * bottom)
 
 
 class TextTooLong(ValueError):
     """A value that cannot be shown in its box even at the smallest size."""
+
+
+def _cut_to_width(text: str, font: Font, size: float, room: float) -> str:
+    """The longest start of ``text`` that fits ``room`` at ``size``."""
+    keep = _fitting_prefix(text, font, size, room, {})
+    return text[:keep] if _measure(font, text[:keep]) * size <= room else ""
 
 
 def _char_width(font: Font, char: str, cache: dict[str, float]) -> float:
@@ -245,44 +360,67 @@ def _x(box: Box, quadding: int, text_width: float) -> float:
 
 
 def text_stream(
-    box: Box, style: TextStyle, text: str, *, multiline: bool = False, comb: int | None = None
-) -> bytes:
-    """Content of a text field's appearance showing ``text``."""
-    font, da = style.font, style.da
+    box: Box,
+    style: TextStyle,
+    text: str,
+    *,
+    multiline: bool = False,
+    comb: int | None = None,
+    fit: Fit = Fit(),
+) -> tuple[bytes, bool]:
+    """Content of a text field's appearance showing ``text``, and whether ``fit`` had to
+    cut the text to keep it inside the box."""
     body = [b"/Tx BMC\nq\n", box.frame, box.clip, b"BT\n"]
     if comb:
-        body += _comb(box, style, text, comb)
+        lines, cut = _comb(box, style, text, comb, fit), False
     elif multiline:
-        body += _multiline(box, style, text)
+        lines, cut = _multiline(box, style, text, fit)
     else:
-        codes = font.encode(" ".join(text.split())) or b""
-        size = _fit_single(box, font, da.size, font.width(codes))
-        baseline = box.height / 2 - size * (font.ascent + font.descent) / 2
-        x = _x(box, style.quadding, font.width(codes) * size)
-        body.append(
-            b"/%s %s Tf %s\n%s %s Td %s Tj\n"
-            % (
-                style.font_name,
-                _number(size),
-                da.color,
-                _number(x),
-                _number(baseline),
-                show(codes, style.two_byte),
-            )
-        )
+        lines, cut = _single(box, style, text, fit)
+    body += lines
     body.append(b"ET\nQ\nEMC")
-    return b"".join(body)
+    return b"".join(body), cut
 
 
-def _comb(box: Box, style: TextStyle, text: str, cells: int) -> list[bytes]:
+def _single(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[bytes], bool]:
+    font, da = style.font, style.da
+    text = " ".join(text.split())
+    codes = font.encode(text) or b""
+    extent = ink_extent(font, text)
+    size, cut = _fit_single(box, font, da.size, font.width(codes), extent, fit, len(text))
+    if cut:
+        text = _cut_to_width(text, font, size, box.width - 2 * box.padding)
+        codes = font.encode(text) or b""
+    baseline = _baseline(box, size, font, extent)
+    x = _x(box, style.quadding, font.width(codes) * size)
+    line = b"/%s %s Tf %s\n%s %s Td %s Tj\n" % (
+        style.font_name,
+        _number(size),
+        da.color,
+        _number(x),
+        _number(baseline),
+        show(codes, style.two_byte),
+    )
+    return [line], cut
+
+
+def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[bytes]:
+    """One character centred in each cell, at the field's size or as large as the row's
+    height and the widest character allow (never smaller: the cells set the room)."""
     font = style.font
     cell = box.width / cells
-    glyphs = [font.encode(c) or b"" for c in text[:cells]]
+    chars = text[:cells]
+    glyphs = [font.encode(c) or b"" for c in chars]
     widest = max((font.width(g) for g in glyphs), default=0.5)
-    size = _fit_single(box, font, style.da.size, 0)
-    if widest * size > cell * 0.95:
-        size = max(cell * 0.95 / widest, 1.0)
-    baseline = box.height / 2 - size * (font.ascent + font.descent) / 2
+    extent = ink_extent(font, chars)
+    room_h = box.height - 2 * max(1.0, box.border)
+    by_height = room_h / (extent[0] - extent[1]) if extent[0] > extent[1] else AUTO_MAX_SIZE
+    if chars and (not style.da.size or style.da.size > by_height):
+        _check_height(box, by_height, fit)
+    size = min(style.da.size or AUTO_MAX_SIZE, by_height)
+    if widest > 0 and widest * size > cell * 0.95:
+        size = cell * 0.95 / widest
+    baseline = _baseline(box, size, font, extent)
     start = {1: (cells - len(glyphs)) // 2, 2: cells - len(glyphs)}.get(style.quadding, 0)
     out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), style.da.color)]
     previous = 0.0
@@ -300,37 +438,66 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int) -> list[bytes]:
     return out
 
 
-def _multiline(box: Box, style: TextStyle, text: str) -> list[bytes]:
+def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[bytes], bool]:
     font, da = style.font, style.da
     room_w = box.width - 2 * box.padding
     room_h = box.height - 2 * box.padding
-    size = da.size or AUTO_MAX_SIZE
+    start = da.size or AUTO_MAX_SIZE
+    floor = min(fit.min_size, start)
+    top, bottom = ink_extent(font, text)
     ink, widest = _ink_width(font, text)
+
+    def lines_hold(at: float) -> int:
+        """How many lines fit the box at ``at``: the last one's descenders included."""
+        return max(0, int((room_h - at * (top - bottom)) / (at * LEADING) + 1 + 1e-9))
 
     def cannot_fit(at: float) -> bool:
         """True when even perfectly packed lines would overflow (no line is wider than the
         box unless one character is, so the lines are at least ink / room)."""
         if widest * at > room_w or room_w <= 0:
             return False  # the bound does not hold: wrap and see
-        return math.ceil(ink * at / room_w - 1e-9) * at * LEADING > room_h + at * 0.3
+        return math.ceil(ink * at / room_w - 1e-9) > lines_hold(at)
 
-    if cannot_fit(MIN_SIZE):
-        lines_max = max(1, int((room_h + MIN_SIZE * 0.3) / (MIN_SIZE * LEADING)))
-        holds = int(len(text) * lines_max * room_w / (ink * MIN_SIZE))
+    size, cut = start, False
+    if text.strip() and lines_hold(floor) == 0 and fit.policy == "error":
         raise TextTooLong(
-            f"{len(text):,} characters can't be shown in this box even at {MIN_SIZE:g} pt (it "
-            f"holds about {holds:,}); shorten the value or use a larger field."
+            f"this box is {box.height:.1f} pt tall, too short for one line of text at "
+            f"{floor:g} pt; use a taller field, a smaller minimum size, or the 'shrink' or "
+            "'truncate' overflow policy."
         )
-    while True:
-        if size > MIN_SIZE and cannot_fit(size):
-            size = max(MIN_SIZE, size - (0.5 if size > 4 else 0.25))
+    if cannot_fit(floor):
+        if fit.policy == "error":
+            holds = int(len(text) * max(1, lines_hold(floor)) * room_w / (ink * floor))
+            raise TextTooLong(
+                f"{len(text):,} characters can't be shown in this box even at {floor:g} pt (it "
+                f"holds about {holds:,}); shorten the value, use a larger field, or choose "
+                "the 'shrink' or 'truncate' overflow policy."
+            )
+        size = floor if fit.policy == "shrink" else start
+        cut = True
+    while not cut:
+        if size > floor and cannot_fit(size):
+            size = max(floor, size - (0.5 if size > 4 else 0.25))
             continue
         lines = _wrap(text, font, size, room_w)
-        if len(lines) * size * LEADING <= room_h + size * 0.3 or size <= MIN_SIZE:
+        if len(lines) <= lines_hold(size):
             break
-        size = max(MIN_SIZE, size - (0.5 if size > 4 else 0.25))
+        if size <= floor:
+            if fit.policy == "error":
+                raise TextTooLong(
+                    f"{len(text):,} characters need {len(lines)} lines at {floor:g} pt and "
+                    f"the box holds {lines_hold(floor)}; shorten the value, use a larger "
+                    "field, or choose the 'shrink' or 'truncate' overflow policy."
+                )
+            size = floor if fit.policy == "shrink" else start
+            cut = True
+            break
+        size = max(floor, size - (0.5 if size > 4 else 0.25))
+    if cut:
+        lines = _wrap(_head(text, font, size, room_w, lines_hold(size)), font, size, room_w)
+        lines = lines[: lines_hold(size)]
     leading = size * LEADING
-    y = box.height - box.padding - size * font.ascent
+    y = box.height - box.padding - size * top
     out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), da.color)]
     previous_x, previous_y = 0.0, 0.0
     for line in lines:
@@ -342,7 +509,17 @@ def _multiline(box: Box, style: TextStyle, text: str) -> list[bytes]:
         )
         previous_x, previous_y = x, y
         y -= leading
-    return out
+    return out, cut
+
+
+def _head(text: str, font: Font, size: float, room: float, lines: int) -> str:
+    """A start of ``text`` long enough to fill ``lines`` lines and no longer, so cutting a
+    megabyte value wraps a few lines' worth of it, not all of it."""
+    cache: dict[str, float] = {}
+    widths = [_char_width(font, c, cache) for c in set(text[:4096])]
+    narrowest = max(min((w for w in widths if w > 0), default=0.2), 0.05)
+    per_line = int(room / (narrowest * size)) + 2 if room > 0 else 1
+    return text[: max(1, lines) * per_line * 2 + 64]
 
 
 def listbox_stream(

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from fillpdf_provider.engine.appearance import Fit
 from fillpdf_provider.engine.coerce import coerce_value, map_columns
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.filler import Template, write_atomic
@@ -38,6 +39,8 @@ MANIFEST_SCHEMA = pa.schema(
         ("bytes", pa.int64()),
         ("status", pa.string()),
         ("error", pa.string()),
+        # fields whose text the overflow policy ("shrink", "truncate") cut to fit its box
+        ("cut", pa.list_(pa.string())),
     ]
 )
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
@@ -56,15 +59,18 @@ class BatchSummary:
     unmapped_columns: list[str] = field(default_factory=list)
     unfilled_fields: list[str] = field(default_factory=list)
     errors: list[dict[str, object]] = field(default_factory=list)  # the first few, for humans
+    cut: int = 0  # rows whose text the overflow policy cut to fit
 
     @property
     def rows_per_second(self) -> float:
         return self.rows / self.seconds if self.seconds else 0.0
 
     def line(self) -> str:
+        cut = f", {self.cut} with text cut to fit" if self.cut else ""
         return (
-            f"filled {self.ok} of {self.rows} rows into {self.out_dir} ({self.failed} failed) "
-            f"in {self.seconds:.1f}s, {self.rows_per_second:.0f} rows/s; manifest: {self.manifest}"
+            f"filled {self.ok} of {self.rows} rows into {self.out_dir} ({self.failed} failed"
+            f"{cut}) in {self.seconds:.1f}s, {self.rows_per_second:.0f} rows/s; "
+            f"manifest: {self.manifest}"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -78,6 +84,7 @@ class BatchSummary:
             "manifest": self.manifest,
             "unmapped_columns": self.unmapped_columns,
             "unfilled_fields": self.unfilled_fields,
+            "cut": self.cut,
             "errors": self.errors,
         }
 
@@ -229,6 +236,7 @@ def fill_rows(
     row_range: tuple[int, int] | None = None,
     require: bool = False,
     batch_rows: int = 2048,
+    fit: Fit | None = None,
 ) -> BatchSummary:
     """Fill one PDF per row of ``rows`` (CSV or Parquet) into ``out_dir`` (a folder or a sink).
 
@@ -241,9 +249,13 @@ def fill_rows(
     (a ``Template``, or a stand-in that fills through the API).
     ``progress(summary, seconds)`` is called at most every ``progress_every`` seconds while
     rows are filled, and once at the end.
+    ``fit`` is the overflow policy for text too long for its box (``Fit``: by default a
+    row with such a value is a bad row); the manifest's ``cut`` lists the fields it cut.
     """
     if on_error not in ("skip", "fail"):
         raise ValueError("on_error must be 'skip' or 'fail'")
+    if fit is not None and not hasattr(template, "fill_result"):
+        raise ValueError("an overflow policy applies to the embedded engine's fills only")
     # Everything that can refuse the whole batch is checked before anything is written.
     batches = read_batches(rows, batch_rows)
     first = next(batches, None)
@@ -285,12 +297,23 @@ def fill_rows(
                 row = first_row + i
                 cells = {c: values[i] for c, values in values_by_column.items()}
                 record = _fill_one(
-                    template, fields, date_formats, pairs, cells, row, names, sink, flatten, require
+                    template,
+                    fields,
+                    date_formats,
+                    pairs,
+                    cells,
+                    row,
+                    names,
+                    sink,
+                    flatten,
+                    require,
+                    fit,
                 )
                 manifest.add(record)
                 summary.rows += 1
                 if record["status"] == "ok":
                     summary.ok += 1
+                    summary.cut += bool(record["cut"])
                 else:
                     summary.failed += 1
                     if len(summary.errors) < 20:
@@ -324,6 +347,7 @@ def _fill_one(
     sink: OutputSink,
     flatten: bool,
     require: bool = False,
+    fit: Fit | None = None,
 ) -> dict[str, object]:
     record: dict[str, object] = {
         "row": row,
@@ -333,6 +357,7 @@ def _fill_one(
         "bytes": None,
         "status": "error",
         "error": None,
+        "cut": None,
     }
     try:
         values = {}
@@ -346,7 +371,12 @@ def _fill_one(
                 values[field_name] = value
         if require:
             _check_required(fields, pairs, values)
-        data = template.fill(values, flatten=flatten)
+        cut: tuple[str, ...] = ()
+        if fit is None:
+            data = template.fill(values, flatten=flatten)
+        else:
+            filled = template.fill_result(values, flatten=flatten, fit=fit)
+            data, cut = filled.pdf, filled.cut
         file_name = names.name(row, cells)
         sink.write(file_name, data)
     except (FillPdfError, ValueError, TypeError, OSError) as exc:
@@ -359,6 +389,7 @@ def _fill_one(
         pages=template.page_count,
         bytes=len(data),
         status="ok",
+        cut=list(cut) or None,
     )
     return record
 

@@ -114,6 +114,11 @@ class FieldValueError(FieldError):
         super().__init__(f"Field {field!r}: {message}", param=field)
 
 
+class TextOverflowError(FieldValueError):
+    """A text value too long for its box even at the smallest font size, under the
+    ``"error"`` overflow policy."""
+
+
 __all__ = [
     "DamagedPdfError",
     "EncryptedPdfError",
@@ -124,5 +129,6 @@ __all__ = [
     "NotAPdfError",
     "PdfError",
     "SchemaError",
+    "TextOverflowError",
     "UnknownFieldError",
 ]

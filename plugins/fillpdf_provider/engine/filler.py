@@ -20,6 +20,7 @@ from fillpdf_provider.engine import fonts
 from fillpdf_provider.engine.appearance import (
     Box,
     DefaultAppearance,
+    Fit,
     TextStyle,
     TextTooLong,
     check_stream,
@@ -28,7 +29,12 @@ from fillpdf_provider.engine.appearance import (
     text_stream,
     widget_box,
 )
-from fillpdf_provider.engine.errors import FieldValueError, NoFormError, UnknownFieldError
+from fillpdf_provider.engine.errors import (
+    FieldValueError,
+    NoFormError,
+    TextOverflowError,
+    UnknownFieldError,
+)
 from fillpdf_provider.engine.form import (
     FormField,
     Widget,
@@ -48,6 +54,9 @@ _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
 _DROP_BUTTON = frozenset({"/V", "/AS"})
 _DROP_BUTTON_AP = frozenset({"/V", "/AS", "/AP"})
 _DROP_FLATTEN_PAGE = frozenset({"/Annots", "/Contents", "/Resources"})
+#: A choice shows one of the form's own options: one too long for its box is the form's
+#: doing, not the row's, so it shrinks as far as it must instead of failing every row.
+_OPTION_FIT = Fit("shrink", min_size=1.0)
 
 
 @dataclass
@@ -58,9 +67,12 @@ class _WidgetPlan:
     prefix: bytes  # the widget dict without what a row sets, unclosed
     box: Box
     merged: bool  # the widget is also the field dictionary (it holds /V)
+    da: DefaultAppearance  # the widget's own /DA where it has one, else the field's
+    quadding: int
     style: TextStyle | None = None  # text-like fields: the form's own font, when usable
-    button_ap: bytes = b""  # buttons whose appearances we drew: their /AP entry ...
-    button_on: int = 0  # ... and the object number of the drawn on-state
+    button_ap: bytes = b""  # buttons whose appearances we drew or renamed: their /AP entry ...
+    button_on: int = 0  # ... and the object number of the drawn on-state (0: renamed)
+    on_name: str = "Yes"  # the on-state name written (the empty name ``/`` becomes Yes)
 
 
 @dataclass
@@ -79,14 +91,24 @@ class _Row:
 
     objects: list[tuple[int, int, bytes]]
     next_number: int
+    fit: Fit = field(default_factory=Fit)
     drawn: dict[int, tuple[int, Box]] = field(default_factory=dict)  # widget -> (AP, box)
     states: dict[int, str] = field(default_factory=dict)  # button widget -> /AS
+    cut: list[str] = field(default_factory=list)  # fields whose text was cut to fit
 
     def add(self, body: bytes) -> int:
         number = self.next_number
         self.next_number += 1
         self.objects.append((number, 0, body))
         return number
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A filled PDF and the fields whose text its overflow policy cut to fit their boxes."""
+
+    pdf: bytes
+    cut: tuple[str, ...] = ()
 
 
 class Template:
@@ -141,13 +163,23 @@ class Template:
 
     # -- filling ------------------------------------------------------------------------
 
-    def fill(self, values: Mapping[str, object], *, flatten: bool = False) -> bytes:
-        """The template with ``values`` set; with ``flatten``, drawn into the pages."""
+    def fill(
+        self, values: Mapping[str, object], *, flatten: bool = False, fit: Fit | None = None
+    ) -> bytes:
+        """The template with ``values`` set; with ``flatten``, drawn into the pages.
+
+        ``fit`` says what to do with text too long for its box (by default: shrink to 4 pt,
+        then raise ``TextOverflowError``); ``fill_result`` also tells which fields it cut.
+        """
+        return self.fill_result(values, flatten=flatten, fit=fit).pdf
+
+    def fill_result(
+        self, values: Mapping[str, object], *, flatten: bool = False, fit: Fit | None = None
+    ) -> Filled:
+        """``fill``, with the names of the fields whose text ``fit`` cut to fit."""
         chosen = self._check(values)
-        row = _Row(list(self._constant), self._next)
-        unicode = self._unicode_font(
-            row, [(p, v) for p, v in chosen if p.field.kind in _TEXT_KINDS]
-        )
+        row = _Row(list(self._constant), self._next, fit or Fit())
+        unicode = self._unicode_font(row, chosen)
         for plan, value in chosen:
             if plan.field.kind in _TEXT_KINDS:
                 self._emit_text(row, plan, value, unicode)  # type: ignore[arg-type]
@@ -159,18 +191,24 @@ class Template:
             row.objects.extend(self._flat_root_objects)
         else:
             row.objects.extend(self._root_objects)
-        return append_update(self._base, row.objects)
+        return Filled(append_update(self._base, row.objects), tuple(dict.fromkeys(row.cut)))
 
     def write(
-        self, path: str | os.PathLike[str], values: Mapping[str, object], *, flatten: bool = False
+        self,
+        path: str | os.PathLike[str],
+        values: Mapping[str, object],
+        *,
+        flatten: bool = False,
+        fit: Fit | None = None,
     ) -> Path:
         """Fill and write to ``path`` atomically: a temporary file renamed into place."""
-        data = self.fill(values, flatten=flatten)
+        data = self.fill(values, flatten=flatten, fit=fit)
         return write_atomic(Path(path), data)
 
     def check(self, values: Mapping[str, object]) -> None:
-        """Raise the error ``fill`` would raise for ``values``, without filling."""
-        self._check(values)
+        """Raise the error ``fill`` would raise for ``values`` (an unknown field, a value
+        the field refuses, a character no font can draw), without filling."""
+        self._unicode_chars(self._check(values))
 
     def _check(self, values: Mapping[str, object]) -> list[tuple[_FieldPlan, object]]:
         chosen = []
@@ -205,15 +243,18 @@ class Template:
                 content = listbox_stream(wp.box, style, plan.items, selected, top)
             else:
                 try:
-                    content = text_stream(
+                    content, cut = text_stream(
                         wp.box,
                         style,
                         shown,
                         multiline=form_field.multiline,
                         comb=form_field.max_length if form_field.comb else None,
+                        fit=row.fit if form_field.kind != "choice" else _OPTION_FIT,
                     )
                 except TextTooLong as exc:
-                    raise FieldValueError(form_field.name, str(exc)) from None
+                    raise TextOverflowError(form_field.name, str(exc)) from None
+                if cut:
+                    row.cut.append(form_field.name)
             resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode))
             ap = row.add(form_xobject(wp.box, content, resources))
             row.drawn[wp.number] = (ap, wp.box)
@@ -230,19 +271,18 @@ class Template:
             on_states = {w.on_state for w in form_field.widgets} if value else set()
         else:
             on_states = set(form_field.states.get(str(value), ()))
-        chosen = next(
-            (w.widget.on_state for w in plan.widgets if w.widget.on_state in on_states), None
-        )
-        v_entry = b"/V " + (name(chosen) if chosen else b"/Off")
+        chosen = next((w.on_name for w in plan.widgets if w.widget.on_state in on_states), None)
+        v_entry = b"/V " + name(chosen if chosen is not None else "Off")
         for wp in plan.widgets:
-            state = wp.widget.on_state if wp.widget.on_state in on_states else "Off"
-            row.states[wp.number] = state  # type: ignore[assignment]
+            on = wp.widget.on_state in on_states
+            row.states[wp.number] = wp.widget.on_state if on else "Off"  # type: ignore[assignment]
+            shown = name(wp.on_name if on else "Off")
             extra = v_entry if wp.merged else b""
             row.objects.append(
                 (
                     wp.number,
                     wp.generation,
-                    wp.prefix + wp.button_ap + b"/AS " + name(state) + extra + b">>",
+                    wp.prefix + wp.button_ap + b"/AS " + shown + extra + b">>",
                 )
             )
         for number, generation, prefix in plan.parents:
@@ -254,17 +294,17 @@ class Template:
         self, wp: _WidgetPlan, plan: _FieldPlan, text: str, unicode: _Unicode
     ) -> TextStyle:
         """The form's font if it can show ``text``, else Helvetica, else the row's Noto Sans."""
-        quadding = plan.field.quadding
+        quadding, da = wp.quadding, wp.da
         sample = _printable(text if not plan.field.is_listbox else "".join(plan.items))
         if wp.style is not None and wp.style.font.encode(sample) is not None:
             return wp.style
         helvetica = fonts.core_font("Helvetica")
         if helvetica.encode(sample) is not None:
-            return TextStyle(b"Helv", helvetica, False, plan.da, quadding)
+            return TextStyle(b"Helv", helvetica, False, da, quadding)
         if unicode is not None and unicode[0].encode(sample) is not None:
-            return TextStyle(b"NotoSans", unicode[0], True, plan.da, quadding)
-        return self._cid_style(plan.da, sample, quadding) or TextStyle(
-            b"Helv", helvetica, False, plan.da, quadding
+            return TextStyle(b"NotoSans", unicode[0], True, da, quadding)
+        return self._cid_style(da, sample, quadding) or TextStyle(
+            b"Helv", helvetica, False, da, quadding
         )
 
     def _font_value(self, style: TextStyle, unicode: _Unicode) -> bytes:
@@ -274,11 +314,25 @@ class Template:
             return b"%d 0 R" % self._helvetica
         return self._dr_fonts[style.font_name.decode("latin-1")][0]
 
-    def _unicode_font(self, row: _Row, texts: list[tuple[_FieldPlan, object]]) -> _Unicode:
+    def _unicode_font(self, row: _Row, chosen: list[tuple[_FieldPlan, object]]) -> _Unicode:
         """Embed one Noto Sans subset for all values WinAnsi cannot show; None if none."""
+        chars = self._unicode_chars(chosen)
+        if not chars:
+            return None
+        subset = fonts.unicode_subset(chars)
+        refs = fonts.FontRefs.starting_at(row.next_number)
+        row.next_number += 5
+        row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
+        return subset, refs.font
+
+    def _unicode_chars(self, chosen: list[tuple[_FieldPlan, object]]) -> frozenset[str]:
+        """The characters the row's Noto Sans subset needs, after refusing any value with a
+        character no font of the engine or the form can draw (it would show as nothing)."""
         helvetica = fonts.core_font("Helvetica")
         chars: set[str] = set()
-        for plan, value in texts:
+        for plan, value in chosen:
+            if plan.field.kind not in _TEXT_KINDS:
+                continue
             text = str(value)
             if plan.field.kind == "choice":
                 text = (
@@ -292,20 +346,9 @@ class Template:
                 if missing and self._cid_style(plan.da, text, 0) is not None:
                     continue  # the form's own CJK font shows it
                 if missing:
-                    raise FieldValueError(
-                        plan.field.name,
-                        f"the characters {missing!r} are outside the scripts the engine can "
-                        "draw (Latin, Greek, Cyrillic, and CJK where the form has a Unicode "
-                        "CJK font); transliterate them or leave them out.",
-                    )
+                    raise FieldValueError(plan.field.name, _undrawable(missing))
                 chars.update(text)
-        if not chars:
-            return None
-        subset = fonts.unicode_subset(frozenset(chars))
-        refs = fonts.FontRefs.starting_at(row.next_number)
-        row.next_number += 5
-        row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
-        return subset, refs.font
+        return frozenset(chars)
 
     def _resource_fonts(self) -> dict[str, tuple[bytes, fonts.SimpleFont | fonts.CidFont | None]]:
         """The AcroForm's ``/DR`` fonts: how to refer to each, and its metrics if usable."""
@@ -352,15 +395,26 @@ class Template:
                 merged = widget.ref.idnum == target.ref.idnum
                 merged_seen = merged_seen or merged
                 box = widget_box(widget.obj, widget.rect)
-                wp = _WidgetPlan(widget, widget.ref.idnum, widget.ref.generation, b"", box, merged)
+                own_da, own_q = widget.obj.get("/DA"), widget.obj.get("/Q")
+                wp = _WidgetPlan(
+                    widget,
+                    widget.ref.idnum,
+                    widget.ref.generation,
+                    b"",
+                    box,
+                    merged,
+                    DefaultAppearance.parse(str(own_da)) if own_da is not None else da,
+                    _int(own_q, form_field.quadding),
+                )
                 if button:
                     wp.button_ap, wp.button_on = self._button_appearance(
-                        form_field, widget, box, da
+                        form_field, widget, box, wp.da
                     )
+                    wp.on_name = widget.on_state or "Yes"
                     drop = _DROP_BUTTON_AP if wp.button_ap else _DROP_BUTTON
                 else:
                     drop = _DROP_TEXT
-                    wp.style = self._da_style(da, form_field.quadding)
+                    wp.style = self._da_style(wp.da, wp.quadding)
                 wp.prefix = dict_without(widget.obj, drop)
                 plan.widgets.append(wp)
             if not merged_seen:
@@ -379,13 +433,17 @@ class Template:
     def _button_appearance(
         self, form_field: FormField, widget: Widget, box: Box, da: DefaultAppearance
     ) -> tuple[bytes, int]:
-        """An ``/AP`` entry (and its on-state object) for a button that has no on-state
-        appearance; ``(b"", 0)`` if it has one."""
+        """An ``/AP`` entry (and its on-state object) for a button whose on-state appearance
+        is missing or one a viewer cannot draw; ``(b"", 0)`` if it has a usable one."""
         ap = widget.obj.get("/AP")
         normal = ap.get_object().get("/N") if ap is not None else None
         normal = normal.get_object() if normal is not None else None
-        if isinstance(normal, DictionaryObject) and ("/" + (widget.on_state or "")) in normal:
-            return b"", 0
+        if isinstance(normal, DictionaryObject) and not isinstance(normal, StreamObject):
+            on = normal.get("/" + (widget.on_state or ""))
+            if on is not None and drawable(on.get_object()):
+                # PDFium's flattener and others take the empty name for "no state": the
+                # appearances are kept under the name Yes.
+                return (b"", 0) if widget.on_state else (_renamed_empty_state(ap), 0)
         radio = form_field.kind == "radio"
         on = self._allocate()
         off = self._allocate()
@@ -540,13 +598,15 @@ class Template:
         normal_raw = (
             ap.get_object().raw_get("/N") if ap is not None and "/N" in ap.get_object() else None
         )
-        if wp.button_ap:
+        if wp.button_on:
             return None if row.states.get(wp.number, "Off") == "Off" else self._generated_button(wp)
         if normal_raw is None:
             return None
         normal = normal_raw.get_object()
         if not isinstance(normal, StreamObject) and isinstance(normal, DictionaryObject):
-            state = row.states.get(wp.number) or str(wp.widget.obj.get("/AS", "/Off"))[1:]
+            state = row.states.get(wp.number)
+            if state is None:
+                state = str(wp.widget.obj.get("/AS", "/Off"))[1:]
             key = "/" + state
             if key not in normal:
                 return None
@@ -563,6 +623,59 @@ class Template:
 
     def _generated_button(self, wp: _WidgetPlan) -> tuple[bytes, bytes]:
         return b"%d 0 R" % wp.button_on, _fit_matrix(wp.box.bbox, wp.box.matrix, wp.widget.rect)
+
+
+def _renamed_empty_state(ap: object) -> bytes:
+    """An ``/AP`` entry with its appearances under the state name Yes instead of ``/``."""
+    ap = ap.get_object() if isinstance(ap, IndirectObject) else ap
+    parts = []
+    for key in ap:  # type: ignore[union-attr]
+        raw = ap.raw_get(key)  # type: ignore[union-attr]
+        states = raw.get_object()
+        if isinstance(states, DictionaryObject) and not isinstance(states, StreamObject):
+            inner = b"".join(
+                (b"/Yes" if state == "/" else name(state[1:]))
+                + b" "
+                + serialize(states.raw_get(state))
+                for state in states
+            )
+            parts.append(name(key[1:]) + b"<<" + inner + b">>")
+        else:
+            parts.append(name(key[1:]) + b" " + serialize(raw))
+    return b"/AP<<" + b"".join(parts) + b">>"
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return default
+
+
+def drawable(appearance: object) -> bool:
+    """Whether a viewer can draw ``appearance``: a form XObject with a bounding box of some
+    area (an empty dictionary or a stream without ``/BBox`` shows nothing anywhere)."""
+    if not isinstance(appearance, StreamObject):
+        return False
+    bbox = appearance.get("/BBox")
+    bbox = bbox.get_object() if bbox is not None else None
+    if not isinstance(bbox, ArrayObject) or len(bbox) != 4:
+        return False
+    try:
+        x0, y0, x1, y1 = (float(v) for v in bbox)
+    except (TypeError, ValueError):
+        return False
+    return abs(x1 - x0) > 0 and abs(y1 - y0) > 0
+
+
+def _undrawable(missing: str) -> str:
+    listed = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in sorted(set(missing))[:8])
+    more = len(set(missing)) - 8
+    return (
+        f"no font can draw {listed}{f' and {more} more' if more > 0 else ''}: the engine "
+        "draws Latin, Greek and Cyrillic, and CJK where the form has a Unicode CJK font; "
+        "transliterate or remove these characters."
+    )
 
 
 def _printable(text: str) -> str:

@@ -8,25 +8,25 @@ Three kinds of font draw a value:
 * Noto Sans, embedded as a CID font with a ToUnicode map, for everything else. It covers
   Latin (with Vietnamese and the Latin Extended blocks), Greek and Cyrillic.
 
-Noto Sans ships in the ``fontpkg-noto-sans`` wheel. fonttools reduces it once per process to
-the covered blocks with its glyph ids renumbered; each output then carries a subset of that
-font that keeps the ids and only the outlines of the glyphs it draws, so the appearance
-streams can be written before the subset is known.
+Noto Sans ships in the ``fontpkg-noto-sans`` wheel. Its tables are read once per process with
+``struct`` (no fontTools: importing and running its subsetter cost a one-off fill about a
+second); each output then carries a subset that holds only the outlines of the glyphs it
+draws, unhinted, renumbered 0..n-1, with a ToUnicode map, written straight as a TrueType
+program.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-import io
 import json
-import logging
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 #: Unicode blocks that Noto Sans covers and the engine embeds.
 COVERED_BLOCKS: tuple[tuple[int, int, str], ...] = (
@@ -42,10 +42,6 @@ COVERED_BLOCKS: tuple[tuple[int, int, str], ...] = (
     (0x2100, 0x214F, "letterlike symbols"),
     (0x2150, 0x218F, "number forms"),
 )
-
-_VARIATION_TABLES = ["fvar", "gvar", "HVAR", "MVAR", "STAT", "avar", "cvar"]
-_UNUSED_TABLES = ["GSUB", "GPOS", "GDEF", "DSIG", "hdmx", "VORG", "vhea", "vmtx", "kern", "LTSH"]
-
 
 #: Standard Helvetica with WinAnsiEncoding: every viewer has it, nothing to embed.
 HELVETICA_OBJECT = b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica/Encoding/WinAnsiEncoding>>"
@@ -83,8 +79,15 @@ class SimpleFont:
 
 @cache
 def _core_metrics() -> dict[str, dict]:
-    text = resources.files("fillpdf_provider.engine").joinpath("data/core_font_widths.json")
-    return json.loads(text.read_text(encoding="utf-8"))["fonts"]
+    path = Path(__file__).with_name("data") / "core_font_widths.json"
+    try:
+        text = path.read_text(encoding="utf-8")  # no importlib.resources (and zipfile) import
+    except OSError:  # installed in a zip: ask the loader
+        from importlib import resources
+
+        data = resources.files("fillpdf_provider.engine").joinpath("data/core_font_widths.json")
+        text = data.read_text(encoding="utf-8")
+    return json.loads(text)["fonts"]
 
 
 _CORE_ALIASES = {
@@ -173,7 +176,11 @@ class CidFont:
     descent: float = -0.12
 
     def encode(self, text: str) -> bytes | None:
+        """UTF-16 codes, or None when a character has no CID in the font's character
+        collection (emoji, Hebrew in a Japanese font): the viewer would draw nothing."""
         if self.cmap_name.endswith("UCS2-H") and any(ord(c) > 0xFFFF for c in text):
+            return None
+        if not all(_in_collection(self.cmap_name, c) for c in set(text)):
             return None
         return text.encode("utf-16-be")
 
@@ -182,6 +189,12 @@ class CidFont:
         return sum(
             widths.get(cid, default) for cid in _predefined_cmap(self.cmap_name).decode(codes)
         )
+
+
+@cache
+def _in_collection(cmap_name: str, char: str) -> bool:
+    cids = list(_predefined_cmap(cmap_name).decode(char.encode("utf-16-be")))
+    return len(cids) == 1 and cids[0] != 0
 
 
 @cache
@@ -233,27 +246,96 @@ def _cid_widths(array: object) -> dict[int, float]:
 # --- Noto Sans -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class _Glyphs:
-    """The reduced Noto Sans, parsed far enough to cut per-output subsets quickly."""
+    """Noto Sans read straight from its file, with ``struct`` alone: no fontTools.
 
-    tables: dict[str, bytes]
-    glyph_data: tuple[bytes, ...]
-    cmap: dict[int, int]
-    advances: tuple[int, ...]
-    bearings: tuple[int, ...]
-    units_per_em: int
-    ascent: float
-    descent: float
-    cap_height: float
-    bbox: tuple[int, int, int, int]
+    Only what cutting a subset needs is decoded, and only when asked: a glyph's outline,
+    advance and bearing by glyph id, a code point's glyph through the ``cmap``. A variable
+    font's ``glyf`` holds the default instance (Regular) and its ``hmtx`` that instance's
+    advances, so the variation tables are simply not read. Outlines lose their hinting
+    instructions as they are cut (``fpgm``, ``prep`` and ``cvt`` are not embedded).
+    """
+
+    def __init__(self, data: bytes) -> None:
+        where = _sfnt_tables(data)
+        missing = {"head", "hhea", "maxp", "hmtx", "cmap", "glyf", "loca"} - set(where)
+        if missing:
+            raise ValueError(f"the Noto Sans file has no {', '.join(sorted(missing))} table")
+
+        def table(tag: str) -> bytes:
+            offset, length = where[tag]
+            return data[offset : offset + length]
+
+        head, hhea, maxp = table("head"), table("hhea"), table("maxp")
+        self.units_per_em: int = struct.unpack_from(">H", head, 18)[0]
+        self.count: int = struct.unpack_from(">H", maxp, 4)[0]
+        loca_at = where["loca"][0]
+        if struct.unpack_from(">h", head, 50)[0]:
+            self._loca = struct.unpack_from(f">{self.count + 1}L", data, loca_at)
+        else:
+            short = struct.unpack_from(f">{self.count + 1}H", data, loca_at)
+            self._loca = tuple(2 * v for v in short)
+        self._data = data
+        self._glyf = where["glyf"][0]
+        self._hmtx = where["hmtx"][0]
+        self._long_metrics = struct.unpack_from(">H", hhea, 34)[0]
+        self.cmap = _CoveredCmap(data, where["cmap"][0])
+        ascender, descender = struct.unpack_from(">hh", hhea, 4)
+        upm = self.units_per_em
+        self.ascent, self.descent = ascender / upm, descender / upm
+        os2 = table("OS/2") if "OS/2" in where else b""
+        self.cap_height = (struct.unpack_from(">h", os2, 88)[0] if len(os2) >= 90 else 714) / upm
+        # What each subset carries besides its glyphs: long offsets, no glyph names (post
+        # format 3), a short name table, the timestamps as they are (same bytes every time).
+        tables = {"head": head[:50] + b"\0\1" + head[52:], "hhea": hhea, "maxp": maxp}
+        if os2:
+            tables["OS/2"] = os2
+        if "name" in where:
+            tables["name"] = _short_name_table(table("name"))
+        if "post" in where:
+            tables["post"] = b"\0\3\0\0" + table("post")[4:32]
+        self.tables = tables
+
+    def raw_glyph(self, gid: int) -> bytes:
+        return self._data[self._glyf + self._loca[gid] : self._glyf + self._loca[gid + 1]]
+
+    def glyph(self, gid: int) -> bytes:
+        """The outline of glyph ``gid`` without its hinting instructions."""
+        return _unhinted(self.raw_glyph(gid))
+
+    def advance(self, gid: int) -> int:
+        index = min(gid, self._long_metrics - 1)
+        return struct.unpack_from(">H", self._data, self._hmtx + 4 * index)[0]
+
+    def bearing(self, gid: int) -> int:
+        if gid < self._long_metrics:
+            at = self._hmtx + 4 * gid + 2
+        else:
+            at = self._hmtx + 4 * self._long_metrics + 2 * (gid - self._long_metrics)
+        return struct.unpack_from(">h", self._data, at)[0]
+
+    def bbox(self, gids: Iterable[int]) -> tuple[int, int, int, int]:
+        """The bounds of the outlines of ``gids`` (font units)."""
+        boxes = [
+            struct.unpack_from(">4h", self._data, self._glyf + self._loca[gid] + 2)
+            for gid in gids
+            if self._loca[gid + 1] - self._loca[gid] >= 10
+        ]
+        if not boxes:
+            return (0, 0, 0, 0)
+        return (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
 
 
 def _noto_path() -> Path:
     import fontpkg_noto_sans
 
     files = Path(fontpkg_noto_sans.__file__).parent / "files"
-    upright = [p for p in files.glob("NotoSans*.ttf") if "Italic" not in p.name]
+    upright = sorted(p for p in files.glob("NotoSans*.ttf") if "Italic" not in p.name)
     if not upright:
         raise FileNotFoundError(f"Noto Sans not found in {files}; reinstall fontpkg-noto-sans")
     return upright[0]
@@ -261,55 +343,150 @@ def _noto_path() -> Path:
 
 @cache
 def _noto() -> _Glyphs:
-    from fontTools import subset
-    from fontTools.ttLib import TTFont
+    """Noto Sans, opened once per process (a few milliseconds: nothing is decoded yet)."""
+    return _Glyphs(_noto_path().read_bytes())
 
-    # No timestamps: the same input must give the same bytes in every process.
-    font = TTFont(str(_noto_path()), recalcTimestamp=False)
-    options = subset.Options()
-    options.drop_tables += _VARIATION_TABLES + _UNUSED_TABLES
-    options.hinting = False
-    options.notdef_outline = True
-    options.layout_features = []
-    options.name_IDs = [1, 2, 3, 4, 5, 6]
-    options.glyph_names = False
-    subsetter = subset.Subsetter(options)
-    subsetter.populate(unicodes=[u for lo, hi, _ in COVERED_BLOCKS for u in range(lo, hi + 1)])
-    # fontTools narrates each step at INFO; a task log at INFO would carry dozens of lines
-    quiet = logging.getLogger("fontTools.subset")
-    level = quiet.level
-    quiet.setLevel(max(level, logging.WARNING))
-    try:
-        subsetter.subset(font)
-    finally:
-        quiet.setLevel(level)
-    font["head"].indexToLocFormat = 1
-    buffer = io.BytesIO()
-    font.save(buffer)
-    font = TTFont(io.BytesIO(buffer.getvalue()), recalcTimestamp=False)
-    raw = {tag: font.reader[tag] for tag in font.reader.keys()}  # noqa: SIM118
-    loca = struct.unpack(f">{len(raw['loca']) // 4}L", raw["loca"])
-    glyf = raw["glyf"]
-    glyph_data = tuple(glyf[loca[i] : loca[i + 1]] for i in range(len(loca) - 1))
-    order = font.getGlyphOrder()
-    gid = {name: i for i, name in enumerate(order)}
-    cmap = {u: gid[name] for u, name in font.getBestCmap().items()}
-    metrics = [font["hmtx"][name] for name in order]
-    head, os2 = font["head"], font["OS/2"]
-    upm = head.unitsPerEm
-    kept = ("head", "hhea", "maxp", "OS/2", "name", "post")
-    return _Glyphs(
-        tables={tag: raw[tag] for tag in kept if tag in raw},
-        glyph_data=glyph_data,
-        cmap=cmap,
-        advances=tuple(m[0] for m in metrics),
-        bearings=tuple(m[1] for m in metrics),
-        units_per_em=upm,
-        ascent=font["hhea"].ascent / upm,
-        descent=font["hhea"].descent / upm,
-        cap_height=getattr(os2, "sCapHeight", 714) / upm,
-        bbox=(head.xMin, head.yMin, head.xMax, head.yMax),
-    )
+
+def _sfnt_tables(data: bytes) -> dict[str, tuple[int, int]]:
+    """Where each table of a TrueType file is: tag -> (offset, length)."""
+    version, count = struct.unpack_from(">LH", data)
+    if version not in (0x00010000, 0x74727565):  # TrueType outlines, 'true'
+        raise ValueError("the Noto Sans file is not a TrueType font")
+    tables = {}
+    for index in range(count):
+        tag, offset, length = struct.unpack_from(">4s4xLL", data, 12 + 16 * index)
+        if offset + length > len(data):
+            raise ValueError(f"the Noto Sans file is cut short (table {tag!r})")
+        tables[tag.decode("latin-1")] = (offset, length)
+    return tables
+
+
+def _covered(code: int) -> bool:
+    return any(lo <= code <= hi for lo, hi, _ in COVERED_BLOCKS)
+
+
+class _CoveredCmap:
+    """The font's best Unicode ``cmap`` (format 12 before format 4, as fontTools'
+    ``getBestCmap`` chooses), cut to the covered blocks: ``code in cmap``, ``cmap[code]``.
+
+    Lookups bisect the subtable's segments: nothing is decoded in advance.
+    """
+
+    def __init__(self, data: bytes, at: int) -> None:
+        count = struct.unpack_from(">H", data, at + 2)[0]
+        offsets: dict[tuple[int, int], int] = {}
+        for index in range(count):
+            platform, encoding, offset = struct.unpack_from(">HHL", data, at + 4 + 8 * index)
+            offsets.setdefault((platform, encoding), at + offset)
+        for key in ((3, 10), (0, 6), (0, 4), (3, 1), (0, 3), (0, 2), (0, 1), (0, 0)):
+            offset = offsets.get(key)
+            fmt = struct.unpack_from(">H", data, offset)[0] if offset is not None else None
+            if fmt == 12:
+                groups = struct.unpack_from(">L", data, offset + 12)[0]
+                flat = struct.unpack_from(f">{3 * groups}L", data, offset + 16)
+                self._starts, self._ends = flat[0::3], flat[1::3]
+                self._lookup = self._format12(flat[2::3])
+                return
+            if fmt == 4:
+                self._lookup = self._format4(data, offset)
+                return
+        raise ValueError("the Noto Sans file has no Unicode cmap of format 4 or 12")
+
+    def _format12(self, first_glyphs: tuple[int, ...]) -> Callable[[int], int]:
+        starts, ends = self._starts, self._ends
+
+        def lookup(code: int) -> int:
+            index = bisect.bisect_right(starts, code) - 1
+            if index < 0 or code > ends[index]:
+                return 0
+            return first_glyphs[index] + code - starts[index]
+
+        return lookup
+
+    def _format4(self, data: bytes, offset: int) -> Callable[[int], int]:
+        segments = struct.unpack_from(">H", data, offset + 6)[0] // 2
+        ends = struct.unpack_from(f">{segments}H", data, offset + 14)
+        starts_at = offset + 16 + 2 * segments
+        starts = struct.unpack_from(f">{segments}H", data, starts_at)
+        deltas = struct.unpack_from(f">{segments}h", data, starts_at + 2 * segments)
+        ranges_at = starts_at + 4 * segments
+        ranges = struct.unpack_from(f">{segments}H", data, ranges_at)
+
+        def lookup(code: int) -> int:
+            index = bisect.bisect_left(ends, code)
+            if index >= segments or code < starts[index] or code == 0xFFFF:
+                return 0
+            if ranges[index] == 0:
+                return (code + deltas[index]) & 0xFFFF
+            at = ranges_at + 2 * index + ranges[index] + 2 * (code - starts[index])
+            glyph = struct.unpack_from(">H", data, at)[0]
+            return (glyph + deltas[index]) & 0xFFFF if glyph else 0
+
+        return lookup
+
+    def get(self, code: int) -> int | None:
+        if not _covered(code):
+            return None
+        return self._lookup(code) or None
+
+    def __contains__(self, code: object) -> bool:
+        return isinstance(code, int) and self.get(code) is not None
+
+    def __getitem__(self, code: int) -> int:
+        glyph = self.get(code)
+        if glyph is None:
+            raise KeyError(code)
+        return glyph
+
+
+def _short_name_table(table: bytes) -> bytes:
+    """A ``name`` table with only the family, style, unique, full, version and PostScript
+    names (IDs 1-6), in English for Windows: the copyright and licence texts stay out."""
+    count, storage = struct.unpack_from(">2xHH", table)
+    records = []
+    for index in range(count):
+        platform, encoding, language, name_id, length, offset = struct.unpack_from(
+            ">6H", table, 6 + 12 * index
+        )
+        if platform == 3 and encoding in (1, 10) and language == 0x409 and 1 <= name_id <= 6:
+            text = table[storage + offset : storage + offset + length]
+            records.append((platform, encoding, language, name_id, text))
+    records.sort()
+    header = struct.pack(">3H", 0, len(records), 6 + 12 * len(records))
+    directory, strings = b"", b""
+    for platform, encoding, language, name_id, text in records:
+        directory += struct.pack(
+            ">6H", platform, encoding, language, name_id, len(text), len(strings)
+        )
+        strings += text
+    return header + directory + strings
+
+
+def _unhinted(data: bytes) -> bytes:
+    """A glyph's outline without its TrueType instructions (the font is not hinted)."""
+    if len(data) < 12:
+        return data
+    contours = struct.unpack_from(">h", data)[0]
+    if contours >= 0:
+        at = 10 + 2 * contours
+        length = struct.unpack_from(">H", data, at)[0]
+        return data[:at] + b"\0\0" + data[at + 2 + length :] if length else data
+    patched, pos, instructions = bytearray(data), 10, False
+    while True:
+        flags = struct.unpack_from(">H", data, pos)[0]
+        if flags & 0x0100:  # WE_HAVE_INSTRUCTIONS
+            patched[pos : pos + 2] = struct.pack(">H", flags & ~0x0100)
+            instructions = True
+        pos += 4 + (4 if flags & 0x0001 else 2)
+        if flags & 0x0008:
+            pos += 2
+        elif flags & 0x0040:
+            pos += 4
+        elif flags & 0x0080:
+            pos += 8
+        if not flags & 0x0020:  # MORE_COMPONENTS
+            break
+    return bytes(patched[:pos]) if instructions else data
 
 
 def unicode_missing(text: str) -> str:
@@ -348,15 +525,16 @@ class UnicodeSubset:
         g = _noto()
         self.ascent, self.descent = g.ascent, g.descent
         wanted = {g.cmap[ord(c)] for c in chars if ord(c) in g.cmap}
-        old = sorted(_with_components(g.glyph_data, wanted | {0}))
+        old = sorted(_with_components(g, wanted | {0}))
         self._new = {gid: i for i, gid in enumerate(old)}
         self._old = old
+        self._bbox = g.bbox(old)
         self._code = {
             c: self._new[g.cmap[ord(c)]].to_bytes(2, "big") for c in chars if ord(c) in g.cmap
         }
         scale = 1 / g.units_per_em
         self._width = {
-            code: g.advances[old[int.from_bytes(code, "big")]] * scale
+            code: g.advance(old[int.from_bytes(code, "big")]) * scale
             for code in self._code.values()
         }
         self._chars = {int.from_bytes(code, "big"): c for c, code in sorted(self._code.items())}
@@ -382,16 +560,16 @@ class UnicodeSubset:
     def _build_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
         g = _noto()
         if self._program is None:
-            raw = _subset_program(g, self._old, self._new)
+            raw = _subset_program(g, self._old, self._new, self._bbox)
             self._program = (len(raw), zlib.compress(raw, 6))
         program = self._program
         base = f"{_subset_tag(self._old)}+NotoSans".encode()
         scale = 1000 / g.units_per_em
         widths = b" ".join(
-            b"%d[%d]" % (new, round(g.advances[self._old[new]] * scale))
+            b"%d[%d]" % (new, round(g.advance(self._old[new]) * scale))
             for new in sorted(self._chars)
         )
-        x0, y0, x1, y1 = (round(v * scale) for v in g.bbox)
+        x0, y0, x1, y1 = (round(v * scale) for v in self._bbox)
         descriptor = (
             b"<</Type/FontDescriptor/FontName/%s/Flags 32/FontBBox[%d %d %d %d]/ItalicAngle 0"
             b"/Ascent %d/Descent %d/CapHeight %d/StemV 80/FontFile2 %d 0 R>>"
@@ -421,8 +599,11 @@ class UnicodeSubset:
             program[0],
             program[1],
         )
-        cmap = _to_unicode_cmap(self._chars)
-        to_unicode = b"<</Length %d>>\nstream\n%s\nendstream" % (len(cmap), cmap)
+        cmap = zlib.compress(_to_unicode_cmap(self._chars), 9)  # a fixed level: same bytes
+        to_unicode = b"<</Length %d/Filter/FlateDecode>>\nstream\n%s\nendstream" % (
+            len(cmap),
+            cmap,
+        )
         return [
             (ref.font, type0),
             (ref.cid_font, cid_font),
@@ -432,8 +613,7 @@ class UnicodeSubset:
         ]
 
 
-@dataclass(frozen=True)
-class FontRefs:
+class FontRefs(NamedTuple):
     """Object numbers of the five objects that embed a Noto Sans subset."""
 
     font: int
@@ -467,24 +647,26 @@ def _components(data: bytes) -> list[tuple[int, int]]:
             return found
 
 
-def _with_components(glyph_data: tuple[bytes, ...], gids: set[int]) -> set[int]:
+def _with_components(g: _Glyphs, gids: set[int]) -> set[int]:
     """``gids`` plus every glyph their composite glyphs are built from."""
     todo, seen = list(gids), set()
     while todo:
         gid = todo.pop()
-        if gid in seen or gid >= len(glyph_data):
+        if gid in seen or gid >= g.count:
             continue
         seen.add(gid)
-        todo.extend(component for _, component in _components(glyph_data[gid]))
+        todo.extend(component for _, component in _components(g.raw_glyph(gid)))
     return seen
 
 
-def _subset_program(g: _Glyphs, old: list[int], new: dict[int, int]) -> bytes:
+def _subset_program(
+    g: _Glyphs, old: list[int], new: dict[int, int], bbox: tuple[int, int, int, int]
+) -> bytes:
     """A TrueType program holding the ``old`` glyphs, renumbered 0..n-1 in that order."""
     glyf, offsets, hmtx = bytearray(), [], bytearray()
     for gid in old:
         offsets.append(len(glyf))
-        data = g.glyph_data[gid]
+        data = g.glyph(gid)
         components = _components(data)
         if components:
             patched = bytearray(data)
@@ -493,10 +675,11 @@ def _subset_program(g: _Glyphs, old: list[int], new: dict[int, int]) -> bytes:
             data = bytes(patched)
         glyf += data
         glyf += b"\0" * (-len(data) % 4)
-        hmtx += struct.pack(">Hh", g.advances[gid], g.bearings[gid])
+        hmtx += struct.pack(">Hh", g.advance(gid), g.bearing(gid))
     offsets.append(len(glyf))
     count = len(old)
     tables = dict(g.tables)
+    tables["head"] = tables["head"][:36] + struct.pack(">4h", *bbox) + tables["head"][44:]
     tables["glyf"] = bytes(glyf)
     tables["loca"] = struct.pack(f">{len(offsets)}L", *offsets)
     tables["hmtx"] = bytes(hmtx)

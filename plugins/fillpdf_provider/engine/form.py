@@ -170,7 +170,7 @@ def _on_state(widget: DictionaryObject) -> str | None:
     if isinstance(normal, DictionaryObject):
         for key in normal:
             if key != "/Off":
-                return key[1:]
+                return key[1:]  # "" is a legal on-state name (OpenOffice writes ``/``)
     state = widget.get("/AS")
     if state is not None and state != "/Off":
         return str(state)[1:]
@@ -358,9 +358,15 @@ def _finish(form_field: FormField) -> None:
         return
     opt = inherited(form_field.targets[0].obj, "/Opt")
     opt = opt.get_object() if opt is not None else None
+    opt = opt if isinstance(opt, ArrayObject) and len(opt) else None
     several = len(form_field.widgets) > 1
     for target in form_field.targets:
-        for widget in target.widgets:
+        for place, widget in enumerate(target.widgets):
+            if widget.opt_index is None and opt is not None:
+                # A field without /Kids (widgets that only name it as /Parent): an on-state
+                # that is a number names its /Opt entry, as /Opt forms number their states.
+                state = widget.on_state
+                widget.opt_index = int(state) if state and state.isdigit() else place
             if widget.on_state is None:
                 # No appearance names the state: kids are told apart by their place (/0, /1
                 # ...), as /Opt forms name them; a lone checkbox is /Yes.
@@ -370,15 +376,11 @@ def _finish(form_field: FormField) -> None:
     states: dict[str, list[str]] = {}
     listed: set[tuple[str, str]] = set()  # (option, on-state): lists searched would be slow
     for widget in form_field.widgets:
-        label = widget.on_state or "Yes"
-        if (
-            isinstance(opt, ArrayObject)
-            and widget.opt_index is not None
-            and widget.opt_index < len(opt)
-        ):
+        state = widget.on_state or ""
+        label = _option_label(state)
+        if opt is not None and widget.opt_index is not None and widget.opt_index < len(opt):
             label = _text(opt[widget.opt_index])
         widget.option = label
-        state = widget.on_state or "Yes"
         on_states = states.setdefault(label, [])
         if (label, state) not in listed:
             listed.add((label, state))
@@ -388,6 +390,12 @@ def _finish(form_field: FormField) -> None:
     if form_field.kind == "radio":
         form_field.options = tuple(states)
         form_field.states = states
+
+
+def _option_label(state: str) -> str:
+    """What a user types to choose an on-state: its name, or "Yes" for the empty name ``/``
+    (a value an empty CSV cell could never give)."""
+    return state if state else "Yes"
 
 
 def acroform_of(reader: PdfReader) -> DictionaryObject | None:

@@ -15,8 +15,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import IO, Union
+from typing import IO, NamedTuple, Union
 
 from pypdf import PdfReader, PdfWriter
 from pypdf.errors import FileNotDecryptedError, PdfReadError, PyPdfError
@@ -33,8 +32,7 @@ from fillpdf_provider.engine.incremental import Base, last_startxref, pdf_id, xr
 PdfInput = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes]]
 
 
-@dataclass
-class OpenedPdf:
+class OpenedPdf(NamedTuple):
     reader: PdfReader
     base: Base
 
