@@ -1320,12 +1320,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes")
     p.add_argument("--check", action="store_true", help="exit 1 unless ours meets the goals")
+    p.add_argument(
+        "--fonts",
+        help="FILLPDF_FONTS for our engine: TrueType fonts for scripts Noto Sans lacks (e.g. "
+        "/usr/share/fonts/truetype/wqy from Debian's fonts-wqy-zenhei)",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every form with every filler and print the report."""
     args = parse_args(argv)
+    if args.fonts:
+        os.environ["FILLPDF_FONTS"] = args.fonts  # the worker processes inherit it
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     vc.quiet_pdf_logs()
@@ -1351,6 +1358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ", ".join(f"{k} {v or 'missing'}" for k, v in m["versions"].items())
     )
     say(f"  output check: {checker}; {args.jobs} processes")
+    say(f"  FILLPDF_FONTS: {os.environ.get('FILLPDF_FONTS') or '(none: Noto Sans only)'}")
     start = time.perf_counter()
     per_filler: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
     jobs = [(str(p), keys) for p in paths]

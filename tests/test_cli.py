@@ -417,3 +417,95 @@ def test_batch_out_dir_that_is_a_file_is_a_clean_error(tmp_path: Path) -> None:
     (tmp_path / "taken").write_text("not a folder")
     done = run("batch", SAMPLE_FORM, SAMPLE_ROWS, "--out-dir", tmp_path / "taken")
     assert_clean_error(done)
+
+
+# --------------------------------------------------------------------------- overflow
+
+LONG_SIGNATURE = "W" * 200  # the signature line holds about 78 characters at 4 pt
+
+
+def test_fill_overflow_shrink_writes_the_pdf_and_names_the_fields_cut(tmp_path: Path) -> None:
+    (tmp_path / "v.json").write_text(json.dumps({"signature": LONG_SIGNATURE}), "utf-8")
+    out = tmp_path / "out.pdf"
+    done = run(
+        "fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", out, "--overflow", "shrink"
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes().startswith(b"%PDF-")
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert notes == ["note: text cut to fit its box in 'signature' (--overflow shrink)"]
+    assert done.stdout == ""
+
+
+def test_fill_overflow_is_an_error_by_default_naming_the_field_and_the_flag(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "v.json").write_text(json.dumps({"signature": LONG_SIGNATURE}), "utf-8")
+    out = tmp_path / "out.pdf"
+    done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", out)
+    assert_clean_error(
+        done, "'signature'", "200 characters", "--overflow shrink or truncate", only_line=True
+    )
+    assert "overflow policy" not in done.stderr  # the engine's words, put as the flag
+    assert not out.exists()
+    smaller = run(
+        "fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", out, "--min-font-size", "1"
+    )
+    assert smaller.returncode == 0 and "note:" not in smaller.stderr  # it fits at 1.6 pt
+
+
+def test_fill_overflow_truncate_draws_fewer_characters_than_shrink(tmp_path: Path) -> None:
+    (tmp_path / "v.json").write_text(json.dumps({"signature": LONG_SIGNATURE}), "utf-8")
+    drawn = {}
+    for policy in ("shrink", "truncate"):
+        out = tmp_path / f"{policy}.pdf"
+        done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", out,
+                   "--overflow", policy, "--flatten")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"(--overflow {policy})" in done.stderr
+        with pdfplumber.open(out) as doc:
+            drawn[policy] = (doc.pages[0].extract_text() or "").count("W")
+    assert 0 < drawn["truncate"] < drawn["shrink"] < len(LONG_SIGNATURE)
+
+
+def test_batch_overflow_truncate_lists_the_fields_cut_in_the_manifest(tmp_path: Path) -> None:
+    rows = [
+        {"full_name": "Ada", "signature": "Ada"},
+        {"full_name": "Bo", "signature": LONG_SIGNATURE},
+    ]
+    write_csv(tmp_path / "rows.csv", rows)
+    out_dir = tmp_path / "o"
+    done = run("batch", SAMPLE_FORM, tmp_path / "rows.csv", "--out-dir", out_dir,
+               "--overflow", "truncate")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = manifest(out_dir)
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert [r["cut"] for r in records] == [None, ["signature"]]
+    assert "2 of 2" in done.stdout and "1 with text cut to fit" in done.stdout
+    default = run("batch", SAMPLE_FORM, tmp_path / "rows.csv", "--out-dir", tmp_path / "d")
+    assert default.returncode == 1
+    assert "row 2: Field 'signature'" in default.stderr and "--overflow" in default.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (("--overflow", "clip"), "invalid choice: 'clip'"),
+        (("--min-font-size", "0"), "'0' is not a size from 0.5 to 72 pt"),
+        (("--min-font-size", "small"), "'small' is not a size"),
+    ],
+    ids=["policy", "size", "not-a-number"],
+)
+@pytest.mark.parametrize("command", ["fill", "batch"])
+def test_a_bad_overflow_flag_is_bad_usage(
+    tmp_path: Path, command: str, flags: tuple[str, str], needle: str
+) -> None:
+    (tmp_path / "v.json").write_text("{}", "utf-8")
+    args = (
+        ("--values", tmp_path / "v.json", "-o", tmp_path / "out.pdf")
+        if command == "fill"
+        else (SAMPLE_ROWS, "--out-dir", tmp_path / "o")
+    )
+    done = run(command, SAMPLE_FORM, *args, *flags)
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+    assert not (tmp_path / "out.pdf").exists() and not (tmp_path / "o").exists()

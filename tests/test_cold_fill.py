@@ -264,3 +264,16 @@ def test_an_object_stream_decodes_to_the_objects_it_lists() -> None:
     assert offsets == sorted(offsets) and offsets[0] == 0
     for at in offsets:
         assert data[first + at : first + at + 2] == b"<<"
+
+
+def test_the_cli_overflow_choices_and_sizes_are_the_engines() -> None:
+    from fillpdf_provider.cli import FONT_SIZES, OVERFLOW_POLICIES
+    from fillpdf_provider.engine import OVERFLOW_POLICIES as ENGINE_POLICIES
+    from fillpdf_provider.engine import Fit
+
+    assert OVERFLOW_POLICIES == ENGINE_POLICIES
+    low, high = FONT_SIZES
+    assert Fit(min_size=low) and Fit(min_size=high)
+    for outside in (low - 0.01, high + 0.01):
+        with pytest.raises(ValueError):
+            Fit(min_size=outside)

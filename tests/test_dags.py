@@ -229,6 +229,42 @@ def test_api_mode_fills_on_the_worker_exactly_as_the_service_does(
         ).execute(context={})  # type: ignore[arg-type]  # fmt: skip
 
 
+def test_api_mode_cuts_text_on_the_worker_and_the_service_refuses_it(
+    service: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The overflow policy is the engine's, so in api mode it applies where rows are filled
+    on the worker; the service fills with its own ("error"): there a value too long for its
+    box makes a bad row, named, and nothing is cut."""
+    from airflow.sdk.exceptions import AirflowFailException
+    from flatkit import flat_form, flat_form_schema
+
+    from fillpdf_provider.hooks.fillpdf import FillPdfHook
+    from fillpdf_provider.operators import BatchFillOperator
+
+    key = service.create_key("enterprise", pages_included=1000, rate_limit_per_minute=100000)
+    conn = {"conn_type": "fillpdf", "host": service.base_url, "password": key}
+    monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_DEFAULT", json.dumps(conn))
+    conversion = FillPdfHook().convert(flat_form(2), schema=flat_form_schema())
+    name = next(f.name for f in conversion.schema if f.type == "text" and not f.multiline)
+    rows_path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist([{name: "short"}, {name: "W" * 3000}]), rows_path)
+
+    def fill(out: str, **options: object) -> dict:
+        return BatchFillOperator(
+            task_id="t", template=conversion.conversion_id, rows=str(rows_path),
+            output_dir=str(tmp_path / out), **options,
+        ).execute(context={})  # type: ignore[arg-type]  # fmt: skip
+
+    worker = fill("worker", overflow="shrink")
+    assert (worker["ok"], worker["failed"], worker["cut"]) == (2, 0, 1)
+    assert [r["cut"] for r in manifest_rows(tmp_path / "worker")] == [None, [name]]
+    with pytest.raises(AirflowFailException, match=f"row 2: Field '{name}'"):
+        fill("service", fill_on="service")
+    records = manifest_rows(tmp_path / "service")
+    assert [r["status"] for r in records] == ["ok", "error"]
+    assert [r["cut"] for r in records] == [None, None]
+
+
 def test_the_name_template_is_checked_before_anything_is_filled(
     dagbag, mode: str, tmp_path: Path
 ) -> None:

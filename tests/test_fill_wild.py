@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from fillpdf_provider.engine import FieldValueError, Fit, Template, TextOverflowError
+from fillpdf_provider.engine import FieldValueError, Fit, Template
 from tests import viewcheck
 
 WILD = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "wild" / "forms"
@@ -185,10 +185,26 @@ def test_the_last_line_of_a_multiline_field_keeps_its_descenders_in_the_box() ->
     assert not below
 
 
-def test_a_box_too_short_for_readable_text_is_an_overflow() -> None:
-    """LibreOffice's 'Last Name' widget is 3.8 pt tall inside a larger printed box: text in
-    it is 2 pt at most. That used to be drawn without a word; it is an overflow now."""
-    template = Template.open(wild("pypdf__libreoffice-form"))
-    with pytest.raises(TextOverflowError, match=r"'Last Name'.*3\.8 pt tall.*smallest size of 4"):
-        template.fill({"Last Name": "Lot 42"})
-    assert template.fill_result({"Last Name": "Lot 42"}, fit=Fit("shrink")).cut == ()
+def test_a_template_read_only_after_mending_says_so(tmp_path: Path) -> None:
+    """A startxref that points nowhere: the form is read the way forgiving readers read it
+    (the cross-reference data rebuilt from the objects), the outputs build on the mended
+    copy and open cleanly, and the CLI says what it did."""
+    from tests.cli_support import ROOT, run
+
+    data = (ROOT / "include" / "sample_form.pdf").read_bytes()
+    damaged = data[: data.rindex(b"startxref")] + b"startxref\n999\n%%EOF\n"
+    template = Template(damaged)
+    assert "cross-reference" in template.repaired and "rebuilt" in template.repaired
+    filled = template.fill({"full_name": "Ada"})
+    assert Template(filled).repaired == ""
+    assert PdfReader(io.BytesIO(filled)).get_fields()["full_name"]["/V"] == "Ada"
+    form = tmp_path / "damaged.pdf"
+    form.write_bytes(damaged)
+    done = run("inspect", form)
+    assert done.returncode == 0 and "full_name" in done.stdout
+    assert f"note: {form}: its cross-reference data was damaged" in done.stderr
+    values = tmp_path / "values.json"
+    values.write_text('{"full_name": "Ada"}')
+    done = run("fill", form, "--values", values, "-o", tmp_path / "out.pdf")
+    assert done.returncode == 0 and "rebuilt" in done.stderr
+    assert run("inspect", tmp_path / "out.pdf").stderr == ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -194,3 +195,85 @@ def test_bad_options_are_refused_when_the_dag_is_parsed() -> None:
             output_format="zip",
             chunk={"index": 0, "first": 1, "stop": 2},
         )
+
+
+# --------------------------------------------------------------------------- overflow
+
+LONG_SIGNATURE = "W" * 200  # the signature line holds about 78 at 4 pt
+
+
+def long_rows(tmp_path: Path) -> str:
+    rows = tmp_path / "rows.csv"
+    rows.write_text(f"full_name,signature\nAda,Ada\nBo,{LONG_SIGNATURE}\n", encoding="utf-8")
+    return str(rows)
+
+
+def test_batch_overflow_shrink_fills_every_row_and_the_manifest_names_the_cut(
+    tmp_path: Path,
+) -> None:
+    rows = long_rows(tmp_path)
+    with pytest.raises(AirflowFailException, match="row 2: Field 'signature'"):
+        batch(tmp_path / "default", rows=rows)  # "error": the row fails, naming the field
+    manifest = pq.read_table(tmp_path / "default" / "manifest.parquet").to_pylist()
+    assert [r["status"] for r in manifest] == ["ok", "error"]
+    result = batch(tmp_path / "out", rows=rows, overflow="shrink")
+    assert (result["ok"], result["failed"], result["cut"]) == (2, 0, 1)
+    manifest = pq.read_table(tmp_path / "out" / "manifest.parquet").to_pylist()
+    assert [r["cut"] for r in manifest] == [None, ["signature"]]
+    assert (tmp_path / "out" / "2.pdf").exists()
+
+
+def test_a_smaller_min_font_size_fits_the_text_without_cutting(tmp_path: Path) -> None:
+    result = batch(tmp_path / "out", rows=long_rows(tmp_path), min_font_size=1)
+    assert (result["ok"], result["failed"], result["cut"]) == (2, 0, 0)
+
+
+def test_fill_operator_overflow_truncate_reports_the_fields_cut(tmp_path: Path) -> None:
+    def fill(**options: object) -> dict:
+        return FillOperator(
+            task_id="f", template=FORM, values={"signature": LONG_SIGNATURE},
+            output_path=str(tmp_path / "one.pdf"), flatten=True, **options,
+        ).execute(context={})  # type: ignore[arg-type]  # fmt: skip
+
+    assert fill(overflow="truncate")["cut"] == ["signature"]
+    drawn = PdfReader(tmp_path / "one.pdf").pages[0].extract_text().count("W")
+    assert 0 < drawn < len(LONG_SIGNATURE)  # what fits, at the field's own size
+    (tmp_path / "one.pdf").unlink()
+    with pytest.raises(Exception, match="'signature'"):
+        fill()
+    assert not (tmp_path / "one.pdf").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"overflow": "clip"}, re.escape("one of ('error', 'shrink', 'truncate'), not 'clip'")),
+        ({"min_font_size": 0}, r"min_font_size 0 is refused: .*between 0\.5 and 72"),
+        ({"min_font_size": "small"}, "min_font_size must be a size in points, not 'small'"),
+    ],
+    ids=["policy", "size", "not-a-number"],
+)
+def test_a_bad_overflow_setting_is_refused_when_the_dag_is_parsed(
+    options: dict[str, object], needle: str
+) -> None:
+    with pytest.raises(ValueError, match=needle):
+        BatchFillOperator(task_id="x", template=FORM, rows=ROWS, output_dir="o", **options)
+    with pytest.raises(ValueError, match=needle):
+        FillOperator(task_id="x", template=FORM, values={}, output_path="o.pdf", **options)
+
+
+def test_the_service_fills_with_its_own_policy_so_another_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With fill_on="service" each row is the service's fill; a cutting policy would be
+    silently ignored there, so the task refuses it before any request is sent."""
+    conn = {"conn_type": "fillpdf", "host": "http://127.0.0.1:9", "password": "fpk_unused"}
+    monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_DEFAULT", json.dumps(conn))
+    service = {"template": "conv_0123456789abcdef01234567", "fill_on": "service"}
+    with pytest.raises(ValueError, match="applies to the embedded engine"):
+        batch(tmp_path / "out", overflow="shrink", **service)
+    one = FillOperator(task_id="f", values={}, output_path=str(tmp_path / "o.pdf"),
+                       overflow="truncate", **service)  # fmt: skip
+    with pytest.raises(ValueError, match=r"overflow='truncate'.*fill_on='worker'"):
+        one.execute(context={})  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()

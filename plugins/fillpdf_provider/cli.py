@@ -7,8 +7,9 @@ Other tools call these forms, so their arguments and outputs are kept stable:
                     [--json] [--schema SCHEMA.json] [--min-confidence P]
     fillpdf inspect FORM.pdf --json
     fillpdf fill FORM.pdf --values VALUES.json -o OUT.pdf [--flatten]
+                 [--overflow error|shrink|truncate] [--min-font-size PT]
     fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
-                  [--flatten]
+                  [--flatten] [--overflow error|shrink|truncate] [--min-font-size PT]
     fillpdf serve --data-dir DIR [--host 127.0.0.1] [--port 8000] [--database-url URL]
                   [--workers N] [--public-url URL]
     fillpdf keys create --plan developer|pro|scale|enterprise --data-dir DIR
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fillpdf_provider import __version__
-from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.errors import FillPdfError, TextOverflowError
 
 if TYPE_CHECKING:
     from fillpdf_provider.engine.batch import BatchSummary
@@ -43,6 +44,16 @@ if TYPE_CHECKING:
 #: parser does not import the detector (a test keeps the two the same).
 DETECT_MODES = ("fields", "fields_fast")
 
+#: ``--overflow`` choices and the ``--min-font-size`` range: ``engine.appearance``'s
+#: ``OVERFLOW_POLICIES`` and ``Fit`` bounds, written out for the same reason (a test keeps
+#: them the same).
+OVERFLOW_POLICIES = ("error", "shrink", "truncate")
+FONT_SIZES = (0.5, 72.0)
+
+#: The engine's advice for text too long for its box, and the same advice in flags.
+_ENGINE_ADVICE = ", or choose the 'shrink' or 'truncate' overflow policy"
+_FLAG_ADVICE = ", lower --min-font-size, or pass --overflow shrink or truncate"
+
 
 def _unit_interval(text: str) -> float:
     try:
@@ -52,6 +63,23 @@ def _unit_interval(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
     return value
+
+
+def _font_size(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not FONT_SIZES[0] <= value <= FONT_SIZES[1]:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size from {FONT_SIZES[0]:g} to {FONT_SIZES[1]:g} pt"
+        )
+    return value
+
+
+def _in_flags(message: str) -> str:
+    """An engine message whose advice names an overflow policy, advising the flags."""
+    return message.replace(_ENGINE_ADVICE, _FLAG_ADVICE)
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
@@ -97,10 +125,27 @@ def _read_json(path: str, what: str) -> object:
         raise FillPdfError(f"{path} is not valid JSON: {exc}") from None
 
 
-def _cmd_inspect(args: argparse.Namespace) -> int:
-    from fillpdf_provider.engine.filler import inspect
+def _note_repairs(form: str, repaired: str) -> None:
+    """Say so when a template could only be read after mending it (its outputs are sound)."""
+    if repaired:
+        print(
+            f"note: {form}: {repaired}; outputs build on the mended copy (re-save the form "
+            "from a PDF viewer to skip this step)",
+            file=sys.stderr,
+        )
 
-    fields = inspect(args.form)
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from fillpdf_provider.engine.errors import NoFormError
+    from fillpdf_provider.engine.filler import Template
+
+    try:
+        template = Template(args.form)
+    except NoFormError:
+        fields = []
+    else:
+        _note_repairs(args.form, template.repaired)
+        fields = template.fields
     if args.json:
         json.dump(
             {"fields": [f.to_dict() for f in fields]}, sys.stdout, ensure_ascii=False, indent=2
@@ -132,14 +177,30 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_fill(args: argparse.Namespace) -> int:
+    from fillpdf_provider.engine.appearance import Fit
     from fillpdf_provider.engine.filler import Template, write_atomic
 
     values = _read_json(args.values, "values")
     if not isinstance(values, dict):
         raise FillPdfError(f'{args.values} must hold a JSON object: {{"field name": value}}.')
-    data = Template(args.form).fill(values, flatten=args.flatten)
-    write_atomic(Path(args.output), data)
-    print(f"wrote {args.output} ({len(data):,} bytes)", file=sys.stderr)
+    fit = Fit(args.overflow, args.min_font_size)
+    try:
+        template = Template(args.form)
+        _note_repairs(args.form, template.repaired)
+        filled = template.fill_result(values, flatten=args.flatten, fit=fit)
+    except TextOverflowError as exc:
+        message = _in_flags(exc.message)
+        if "--overflow" not in message:
+            message += " (--overflow shrink or truncate draws what fits.)"
+        raise FillPdfError(message, param=exc.param) from None
+    write_atomic(Path(args.output), filled.pdf)
+    print(f"wrote {args.output} ({len(filled.pdf):,} bytes)", file=sys.stderr)
+    if filled.cut:
+        names = ", ".join(repr(name) for name in filled.cut)
+        print(
+            f"note: text cut to fit its box in {names} (--overflow {args.overflow})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -170,10 +231,13 @@ class _Progress:
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
+    from fillpdf_provider.engine.appearance import Fit
     from fillpdf_provider.engine.batch import count_rows, fill_rows
     from fillpdf_provider.engine.filler import Template
 
+    fit = Fit(args.overflow, args.min_font_size)
     template = Template(args.form)
+    _note_repairs(args.form, template.repaired)
     progress = _Progress(count_rows(args.rows))
     try:
         summary = fill_rows(
@@ -186,6 +250,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             progress=progress,
             progress_every=0.25,
             require=args.require,
+            fit=fit,
         )
     finally:
         progress.close()
@@ -195,7 +260,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     for error in summary.errors[:5]:
-        print(f"row {error['row']}: {error['error']}", file=sys.stderr)
+        print(f"row {error['row']}: {_in_flags(str(error['error']))}", file=sys.stderr)
     print(summary.line())
     return 0 if summary.failed == 0 else 1
 
@@ -362,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--values", required=True, help='JSON file: {"field name": value}')
     p.add_argument("-o", "--output", required=True, help="where to write the filled PDF")
     p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
+    _fit_flags(p)
     p.set_defaults(run=_cmd_fill)
 
     p = commands.add_parser("batch", help="fill a form once per row of a CSV or Parquet file")
@@ -385,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a row that leaves a field the form marks required empty is a bad row",
     )
+    _fit_flags(p)
     p.set_defaults(run=_cmd_batch)
 
     p = commands.add_parser("serve", help="run the FillPDF HTTP API (/v1)")
@@ -431,6 +498,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fit_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--overflow",
+        choices=OVERFLOW_POLICIES,
+        default="error",
+        help="text too long for its box even at --min-font-size: error: refuse it, naming "
+        "the field (default); shrink: draw what fits at that size; truncate: draw what fits "
+        "at the field's own size. Both report the fields cut",
+    )
+    p.add_argument(
+        "--min-font-size",
+        type=_font_size,
+        default=4.0,
+        metavar="PT",
+        help="text shrinks down to this size before --overflow applies (default 4)",
+    )
+
+
 def _store_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help="service data folder (or FILLPDF_DATA_DIR)")
     p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the data dir)")
@@ -454,7 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except FillPdfError as exc:
-        print(f"fillpdf {args.command}: error: {exc}", file=sys.stderr)
+        print(f"fillpdf {args.command}: error: {_in_flags(str(exc))}", file=sys.stderr)
         return 1
     except (OSError, ValueError) as exc:
         print(f"fillpdf {args.command}: error: {exc}", file=sys.stderr)

@@ -15,6 +15,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 from typing import Protocol
 
 from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
@@ -198,17 +199,23 @@ class Fit:
 
 
 def ink_extent(font: Font, text: str) -> tuple[float, float]:
-    """(top, bottom) of ``text``'s glyphs per 1 pt, from the baseline: the font's ascent
-    and descent, raised where an accented capital or a tall diacritic needs it."""
-    top = font.ascent
-    for char in text:
-        if char > "\x7f" and _accented_capital(char):
-            top = max(top, font.ascent + ACCENT_RISE)
-            break
-    return top, font.descent
+    """(top, bottom) of ``text``'s glyphs per 1 pt, from the baseline: the outlines' own
+    bounds where the font knows them (the fonts we embed), else the font's ascent and
+    descent, raised where an accented capital needs it."""
+    extent = getattr(font, "extent", None)
+    if extent is not None and text.strip():
+        top, bottom = extent(text)
+        if top > bottom:
+            return top, bottom
+    if text.isascii() or not any(map(_accented_capital, set(text))):
+        return font.ascent, font.descent
+    return font.ascent + ACCENT_RISE, font.descent
 
 
+@cache
 def _accented_capital(char: str) -> bool:
+    if char.isascii():
+        return False
     decomposed = unicodedata.normalize("NFD", char)
     return (len(decomposed) > 1 and (decomposed[0].isupper() or decomposed[0].isdigit())) or (
         char in "ÅǺΆΈΉΊΌΎΏЁЙЇ"
@@ -228,8 +235,6 @@ def _fit_single(
     room_h = box.height - 2 * max(1.0, box.border)
     line = extent[0] - extent[1]
     by_height = room_h / line if line > 0 else AUTO_MAX_SIZE
-    if chars and (size <= 0 or size > by_height):
-        _check_height(box, by_height, fit)
     size = min(AUTO_MAX_SIZE, by_height) if size <= 0 else min(size, by_height)
     room_w = box.width - 2 * box.padding
     if width_at_1 <= 0 or width_at_1 * size <= room_w:
@@ -248,18 +253,6 @@ def _fit_single(
     return (floor if fit.policy == "shrink" else size), True
 
 
-def _check_height(box: Box, by_height: float, fit: Fit) -> None:
-    """Under the "error" policy, refuse a box too short for text of the minimum size (the
-    form's own smaller ``/DA`` size is its designer's choice and is kept)."""
-    if by_height < fit.min_size and fit.policy == "error":
-        raise TextTooLong(
-            f"this box is {box.height:.1f} pt tall, so its text can be at most "
-            f"{max(by_height, 0):.1f} pt, under the smallest size of {fit.min_size:g} pt; use "
-            "a taller field, a smaller minimum size, or the 'shrink' or 'truncate' overflow "
-            "policy."
-        )
-
-
 def _baseline(box: Box, size: float, font: Font, extent: tuple[float, float]) -> float:
     """Centred on the font's ascent and descent, as viewers place text, then moved just
     enough to keep the glyphs' real ink inside the border."""
@@ -276,15 +269,24 @@ class TextTooLong(ValueError):
 
 def _cut_to_width(text: str, font: Font, size: float, room: float) -> str:
     """The longest start of ``text`` that fits ``room`` at ``size``."""
-    keep = _fitting_prefix(text, font, size, room, {})
+    keep = _fitting_prefix(text, font, size, room, _width_cache(font))
     return text[:keep] if _measure(font, text[:keep]) * size <= room else ""
+
+
+def _width_cache(font: Font) -> dict[str, float]:
+    """Where to keep ``font``'s character widths: the font's own cache when it has one
+    (the form's fonts live as long as the template), else one for this call."""
+    widths = getattr(font, "char_widths", None)
+    return widths if isinstance(widths, dict) else {}
 
 
 def _char_width(font: Font, char: str, cache: dict[str, float]) -> float:
     width = cache.get(char)
     if width is None:
         codes = font.encode(char)
-        width = cache[char] = font.width(codes) if codes else 0.0
+        width = font.width(codes) if codes else 0.0
+        if len(cache) < 4096:  # a font's cache outlives the row: keep it small
+            cache[char] = width
     return width
 
 
@@ -292,17 +294,18 @@ def _wrap(text: str, font: Font, size: float, room: float) -> list[str]:
     """Lines of ``text`` that fit ``room`` at ``size``: words move to the next line, and a word
     wider than the line is cut. Linear in the text's length, however long its words."""
     lines: list[str] = []
-    cache: dict[str, float] = {}
+    cache = _width_cache(font)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     for paragraph in text.split("\n"):
         line = ""
         for word in paragraph.split(" "):
-            candidate = f"{line} {word}" if line else word
-            if not line or _measure(font, candidate) * size <= room:
-                line = candidate
-            else:
+            if line:
+                candidate = f"{line} {word}"
+                if _measure(font, candidate) * size <= room:
+                    line = candidate  # it fits: nothing to cut
+                    continue
                 lines.append(line)
-                line = word
+            line = word
             while len(line) > 1:
                 cut = _fitting_prefix(line, font, size, room, cache)
                 if cut == len(line):
@@ -326,7 +329,7 @@ def _fitting_prefix(line: str, font: Font, size: float, room: float, cache: dict
 
 def _ink_width(font: Font, text: str) -> tuple[float, float]:
     """(summed width of the characters that take room on a line, the widest), at 1 pt."""
-    cache: dict[str, float] = {}
+    cache = _width_cache(font)
     ink, widest = 0.0, 0.0
     for char in text:
         if char in " \n\r\t":
@@ -415,8 +418,6 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
     extent = ink_extent(font, chars)
     room_h = box.height - 2 * max(1.0, box.border)
     by_height = room_h / (extent[0] - extent[1]) if extent[0] > extent[1] else AUTO_MAX_SIZE
-    if chars and (not style.da.size or style.da.size > by_height):
-        _check_height(box, by_height, fit)
     size = min(style.da.size or AUTO_MAX_SIZE, by_height)
     if widest > 0 and widest * size > cell * 0.95:
         size = cell * 0.95 / widest
@@ -459,12 +460,6 @@ def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[by
         return math.ceil(ink * at / room_w - 1e-9) > lines_hold(at)
 
     size, cut = start, False
-    if text.strip() and lines_hold(floor) == 0 and fit.policy == "error":
-        raise TextTooLong(
-            f"this box is {box.height:.1f} pt tall, too short for one line of text at "
-            f"{floor:g} pt; use a taller field, a smaller minimum size, or the 'shrink' or "
-            "'truncate' overflow policy."
-        )
     if cannot_fit(floor):
         if fit.policy == "error":
             holds = int(len(text) * max(1, lines_hold(floor)) * room_w / (ink * floor))

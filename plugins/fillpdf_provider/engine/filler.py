@@ -12,6 +12,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
@@ -49,14 +50,12 @@ from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, open_pdf, reading_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
-_Unicode = tuple[fonts.UnicodeSubset, int] | None  # a row's Noto Sans subset and its object
+#: A row's embedded subsets: fallback font index -> (subset, object number of its font).
+_Unicode = dict[int, tuple[fonts.UnicodeSubset, int]]
 _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
 _DROP_BUTTON = frozenset({"/V", "/AS"})
 _DROP_BUTTON_AP = frozenset({"/V", "/AS", "/AP"})
 _DROP_FLATTEN_PAGE = frozenset({"/Annots", "/Contents", "/Resources"})
-#: A choice shows one of the form's own options: one too long for its box is the form's
-#: doing, not the row's, so it shrinks as far as it must instead of failing every row.
-_OPTION_FIT = Fit("shrink", min_size=1.0)
 
 
 @dataclass
@@ -91,10 +90,18 @@ class _Row:
 
     objects: list[tuple[int, int, bytes]]
     next_number: int
-    fit: Fit = field(default_factory=Fit)
+    fit: Fit
     drawn: dict[int, tuple[int, Box]] = field(default_factory=dict)  # widget -> (AP, box)
     states: dict[int, str] = field(default_factory=dict)  # button widget -> /AS
     cut: list[str] = field(default_factory=list)  # fields whose text was cut to fit
+    fallback: dict[str, int] = field(default_factory=dict)  # text -> embedded font drawing it
+
+    @property
+    def option_fit(self) -> Fit:
+        """A choice shows one of the form's own options: one too long for its box is the
+        form's doing, not the row's, so it is cut at the minimum size (as a viewer's combo
+        box cuts it) and reported, never refused."""
+        return _option_fit(self.fit.min_size)
 
     def add(self, body: bytes) -> int:
         number = self.next_number
@@ -121,6 +128,8 @@ class Template:
         """``max_fields`` refuses a form that declares more, before any field is read."""
         opened = open_pdf(pdf)
         self._reader, self._base = opened.reader, opened.base
+        #: What had to be mended to read the template ("" when nothing), worth a note.
+        self.repaired = opened.repaired
         with reading_pdf("The PDF's form"):
             if max_fields is not None:
                 check_form_size(self._reader, max_fields)
@@ -178,7 +187,7 @@ class Template:
     ) -> Filled:
         """``fill``, with the names of the fields whose text ``fit`` cut to fit."""
         chosen = self._check(values)
-        row = _Row(list(self._constant), self._next, fit or Fit())
+        row = _Row(list(self._constant), self._next, fit or _DEFAULT_FIT)
         unicode = self._unicode_font(row, chosen)
         for plan, value in chosen:
             if plan.field.kind in _TEXT_KINDS:
@@ -232,7 +241,7 @@ class Template:
         if form_field.is_listbox and value in (form_field.options or ()):
             v_entry += b"/I[%d]" % form_field.options.index(value)  # type: ignore[union-attr]
         for wp in plan.widgets:
-            style = self._style_for(wp, plan, shown, unicode)
+            style = self._style_for(wp, plan, shown, unicode, row.fallback)
             if form_field.is_listbox:
                 selected = (
                     (form_field.options or ()).index(value)
@@ -249,7 +258,7 @@ class Template:
                         shown,
                         multiline=form_field.multiline,
                         comb=form_field.max_length if form_field.comb else None,
-                        fit=row.fit if form_field.kind != "choice" else _OPTION_FIT,
+                        fit=row.fit if form_field.kind != "choice" else row.option_fit,
                     )
                 except TextTooLong as exc:
                     raise TextOverflowError(form_field.name, str(exc)) from None
@@ -291,9 +300,15 @@ class Template:
     # -- fonts --------------------------------------------------------------------------
 
     def _style_for(
-        self, wp: _WidgetPlan, plan: _FieldPlan, text: str, unicode: _Unicode
+        self,
+        wp: _WidgetPlan,
+        plan: _FieldPlan,
+        text: str,
+        unicode: _Unicode,
+        row_fallback: dict[str, int] | None = None,
     ) -> TextStyle:
-        """The form's font if it can show ``text``, else Helvetica, else the row's Noto Sans."""
+        """The form's font if it can show ``text``, else Helvetica, else the first embedded
+        font with all its characters (``row_fallback``: that font, found for the row)."""
         quadding, da = wp.quadding, wp.da
         sample = _printable(text if not plan.field.is_listbox else "".join(plan.items))
         if wp.style is not None and wp.style.font.encode(sample) is not None:
@@ -301,35 +316,49 @@ class Template:
         helvetica = fonts.core_font("Helvetica")
         if helvetica.encode(sample) is not None:
             return TextStyle(b"Helv", helvetica, False, da, quadding)
-        if unicode is not None and unicode[0].encode(sample) is not None:
-            return TextStyle(b"NotoSans", unicode[0], True, da, quadding)
+        index = row_fallback.get(sample) if row_fallback is not None else None
+        if index is None:
+            index = fonts.fallback_for(sample)
+        if index is not None and index in unicode:
+            subset = unicode[index][0]
+            if subset.encode(sample) is not None:
+                return TextStyle(
+                    b"F%d" % index if index else b"NotoSans", subset, True, da, quadding
+                )
         return self._cid_style(da, sample, quadding) or TextStyle(
             b"Helv", helvetica, False, da, quadding
         )
 
     def _font_value(self, style: TextStyle, unicode: _Unicode) -> bytes:
-        if unicode is not None and style.font is unicode[0]:
-            return b"%d 0 R" % unicode[1]
+        for subset, number in unicode.values():
+            if style.font is subset:
+                return b"%d 0 R" % number
         if style.font_name == b"Helv" and style.font is fonts.core_font("Helvetica"):
             return b"%d 0 R" % self._helvetica
         return self._dr_fonts[style.font_name.decode("latin-1")][0]
 
     def _unicode_font(self, row: _Row, chosen: list[tuple[_FieldPlan, object]]) -> _Unicode:
-        """Embed one Noto Sans subset for all values WinAnsi cannot show; None if none."""
-        chars = self._unicode_chars(chosen)
-        if not chars:
-            return None
-        subset = fonts.unicode_subset(chars)
-        refs = fonts.FontRefs.starting_at(row.next_number)
-        row.next_number += 5
-        row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
-        return subset, refs.font
+        """Embed one subset of each fallback font the row's values need (none for values
+        WinAnsi can show)."""
+        embedded: _Unicode = {}
+        for index, chars in sorted(self._unicode_chars(chosen, row.fallback).items()):
+            subset = fonts.unicode_subset(chars, index)
+            refs = fonts.FontRefs.starting_at(row.next_number)
+            row.next_number += 5
+            row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
+            embedded[index] = (subset, refs.font)
+        return embedded
 
-    def _unicode_chars(self, chosen: list[tuple[_FieldPlan, object]]) -> frozenset[str]:
-        """The characters the row's Noto Sans subset needs, after refusing any value with a
-        character no font of the engine or the form can draw (it would show as nothing)."""
+    def _unicode_chars(
+        self, chosen: list[tuple[_FieldPlan, object]], found: dict[str, int] | None = None
+    ) -> dict[int, frozenset[str]]:
+        """The characters each fallback font's subset needs for the row, after refusing any
+        value with a character no font of the engine, the user or the form can draw (it
+        would show as nothing). A value is drawn by the first fallback font that has all of
+        its characters; an embedded font comes before the form's own CJK font, which a
+        viewer without that font shows as nothing."""
         helvetica = fonts.core_font("Helvetica")
-        chars: set[str] = set()
+        chars: dict[int, set[str]] = {}
         for plan, value in chosen:
             if plan.field.kind not in _TEXT_KINDS:
                 continue
@@ -341,14 +370,16 @@ class Template:
                     else plan.field.displays.get(text, text)
                 )
             text = _printable(text)
-            if helvetica.encode(text) is None:
-                missing = fonts.unicode_missing(text)
-                if missing and self._cid_style(plan.da, text, 0) is not None:
-                    continue  # the form's own CJK font shows it
-                if missing:
-                    raise FieldValueError(plan.field.name, _undrawable(missing))
-                chars.update(text)
-        return frozenset(chars)
+            if helvetica.encode(text) is not None:
+                continue
+            index = fonts.fallback_for(text)
+            if index is not None:
+                chars.setdefault(index, set()).update(text)
+                if found is not None:
+                    found[text] = index
+            elif self._cid_style(plan.da, text, 0) is None:
+                raise FieldValueError(plan.field.name, _undrawable(text))
+        return {index: frozenset(found) for index, found in chars.items()}
 
     def _resource_fonts(self) -> dict[str, tuple[bytes, fonts.SimpleFont | fonts.CidFont | None]]:
         """The AcroForm's ``/DR`` fonts: how to refer to each, and its metrics if usable."""
@@ -645,6 +676,14 @@ def _renamed_empty_state(ap: object) -> bytes:
     return b"/AP<<" + b"".join(parts) + b">>"
 
 
+_DEFAULT_FIT = Fit()
+
+
+@cache
+def _option_fit(min_size: float) -> Fit:
+    return Fit("shrink", min_size)
+
+
 def _int(value: object, default: int) -> int:
     try:
         return int(value)  # type: ignore[call-overload]
@@ -668,13 +707,21 @@ def drawable(appearance: object) -> bool:
     return abs(x1 - x0) > 0 and abs(y1 - y0) > 0
 
 
-def _undrawable(missing: str) -> str:
-    listed = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in sorted(set(missing))[:8])
-    more = len(set(missing)) - 8
+def _undrawable(text: str) -> str:
+    """Why no font draws ``text``: the characters none has, or that none has them all."""
+    missing = fonts.unicode_missing(text)
+    if missing:
+        listed = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in sorted(set(missing))[:8])
+        more = len(set(missing)) - 8
+        what = f"no font can draw {listed}{f' and {more} more' if more > 0 else ''}"
+    else:
+        what = "no single font has all of its characters"
+    added = fonts.added_fonts()
+    skipped = f" ({'; '.join(added.skipped[:3])})" if added.skipped else ""
     return (
-        f"no font can draw {listed}{f' and {more} more' if more > 0 else ''}: the engine "
-        "draws Latin, Greek and Cyrillic, and CJK where the form has a Unicode CJK font; "
-        "transliterate or remove these characters."
+        f"{what}: the engine draws Latin, Greek and Cyrillic, CJK where the form has a "
+        f"Unicode CJK font, and what the TrueType fonts in {fonts.FONTS_ENV} have"
+        f"{skipped}; transliterate or remove these characters, or add a font that has them."
     )
 
 

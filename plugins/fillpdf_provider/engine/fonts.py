@@ -6,7 +6,10 @@ Three kinds of font draw a value:
   that holds every character of the value (an embedded subset may not: it is never used);
 * standard Helvetica with WinAnsiEncoding, for any value that WinAnsi can encode;
 * Noto Sans, embedded as a CID font with a ToUnicode map, for everything else. It covers
-  Latin (with Vietnamese and the Latin Extended blocks), Greek and Cyrillic.
+  Latin (with Vietnamese and the Latin Extended blocks), Greek and Cyrillic;
+* then the TrueType fonts a user adds (``FILLPDF_FONTS``: folders or files, separated by
+  ``os.pathsep``), embedded the same way, for scripts the package does not bundle (CJK,
+  Hebrew, Arabic ...). The first font that has every character of a value draws it.
 
 Noto Sans ships in the ``fontpkg-noto-sans`` wheel. Its tables are read once per process with
 ``struct`` (no fontTools: importing and running its subsetter cost a one-off fill about a
@@ -20,6 +23,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import os
 import struct
 import zlib
 from collections.abc import Callable, Iterable
@@ -57,6 +61,7 @@ class SimpleFont:
     descent: float  # per 1 pt, negative
     encoding: str  # Python codec turning text into the font's codes
     _drawable: bytes = field(init=False, repr=False, compare=False)
+    char_widths: dict[str, float] = field(init=False, repr=False, compare=False)
 
     def encode(self, text: str) -> bytes | None:
         """The codes for ``text``, or None where the font cannot show a character."""
@@ -75,6 +80,7 @@ class SimpleFont:
     def __post_init__(self) -> None:
         drawable = bytes(code for code, width in enumerate(self.widths) if width > 0)
         object.__setattr__(self, "_drawable", drawable)
+        object.__setattr__(self, "char_widths", {})  # char -> width at 1 pt, as measured
 
 
 @cache
@@ -256,11 +262,17 @@ class _Glyphs:
     instructions as they are cut (``fpgm``, ``prep`` and ``cvt`` are not embedded).
     """
 
-    def __init__(self, data: bytes) -> None:
-        where = _sfnt_tables(data)
+    def __init__(
+        self,
+        data: bytes,
+        name: str = "Noto Sans",
+        blocks: tuple[tuple[int, int, str], ...] | None = COVERED_BLOCKS,
+    ) -> None:
+        where = _sfnt_tables(data, name)
         missing = {"head", "hhea", "maxp", "hmtx", "cmap", "glyf", "loca"} - set(where)
         if missing:
-            raise ValueError(f"the Noto Sans file has no {', '.join(sorted(missing))} table")
+            raise ValueError(f"the {name} file has no {', '.join(sorted(missing))} table")
+        self.name = name
 
         def table(tag: str) -> bytes:
             offset, length = where[tag]
@@ -276,10 +288,13 @@ class _Glyphs:
             short = struct.unpack_from(f">{self.count + 1}H", data, loca_at)
             self._loca = tuple(2 * v for v in short)
         self._data = data
+        self._outlines: dict[int, bytes] = {}  # glyph id -> unhinted outline, as cut so far
+        self._advances: dict[int, int] = {}  # glyph id -> advance width, as read so far
+        self._parts: dict[int, tuple[int, ...]] = {}  # glyph id -> its components' ids
         self._glyf = where["glyf"][0]
         self._hmtx = where["hmtx"][0]
         self._long_metrics = struct.unpack_from(">H", hhea, 34)[0]
-        self.cmap = _CoveredCmap(data, where["cmap"][0])
+        self.cmap = _CoveredCmap(data, where["cmap"][0], blocks, name)
         ascender, descender = struct.unpack_from(">hh", hhea, 4)
         upm = self.units_per_em
         self.ascent, self.descent = ascender / upm, descender / upm
@@ -290,8 +305,11 @@ class _Glyphs:
         tables = {"head": head[:50] + b"\0\1" + head[52:], "hhea": hhea, "maxp": maxp}
         if os2:
             tables["OS/2"] = os2
+        self.postscript_name = "NotoSans"
         if "name" in where:
             tables["name"] = _short_name_table(table("name"))
+            if name != "Noto Sans":
+                self.postscript_name = _postscript_name(tables["name"]) or _plain(name)
         if "post" in where:
             tables["post"] = b"\0\3\0\0" + table("post")[4:32]
         self.tables = tables
@@ -300,12 +318,19 @@ class _Glyphs:
         return self._data[self._glyf + self._loca[gid] : self._glyf + self._loca[gid + 1]]
 
     def glyph(self, gid: int) -> bytes:
-        """The outline of glyph ``gid`` without its hinting instructions."""
-        return _unhinted(self.raw_glyph(gid))
+        """The outline of glyph ``gid`` without its hinting instructions (cut once)."""
+        outline = self._outlines.get(gid)
+        if outline is None:
+            outline = self._outlines[gid] = _unhinted(self.raw_glyph(gid))
+        return outline
 
     def advance(self, gid: int) -> int:
-        index = min(gid, self._long_metrics - 1)
-        return struct.unpack_from(">H", self._data, self._hmtx + 4 * index)[0]
+        width = self._advances.get(gid)
+        if width is None:
+            index = min(gid, self._long_metrics - 1)
+            width = struct.unpack_from(">H", self._data, self._hmtx + 4 * index)[0]
+            self._advances[gid] = width
+        return width
 
     def bearing(self, gid: int) -> int:
         if gid < self._long_metrics:
@@ -313,6 +338,13 @@ class _Glyphs:
         else:
             at = self._hmtx + 4 * self._long_metrics + 2 * (gid - self._long_metrics)
         return struct.unpack_from(">h", self._data, at)[0]
+
+    def vertical(self, gid: int) -> tuple[int, int]:
+        """(yMin, yMax) of glyph ``gid``'s outline, (0, 0) for an empty glyph."""
+        if self._loca[gid + 1] - self._loca[gid] < 10:
+            return (0, 0)
+        y_min, _, y_max = struct.unpack_from(">3h", self._data, self._glyf + self._loca[gid] + 4)
+        return (y_min, y_max)
 
     def bbox(self, gids: Iterable[int]) -> tuple[int, int, int, int]:
         """The bounds of the outlines of ``gids`` (font units)."""
@@ -347,22 +379,111 @@ def _noto() -> _Glyphs:
     return _Glyphs(_noto_path().read_bytes())
 
 
-def _sfnt_tables(data: bytes) -> dict[str, tuple[int, int]]:
+def _sfnt_tables(data: bytes, name: str = "Noto Sans") -> dict[str, tuple[int, int]]:
     """Where each table of a TrueType file is: tag -> (offset, length)."""
-    version, count = struct.unpack_from(">LH", data)
+    if len(data) < 16:
+        raise ValueError(f"the {name} file is not a TrueType font")
+    start = 0
+    if data[:4] == b"ttcf":  # a collection: its first font (offsets count from the file's start)
+        start = struct.unpack_from(">L", data, 12)[0]
+        if start + 12 > len(data):
+            raise ValueError(f"the {name} file is cut short")
+    version, count = struct.unpack_from(">LH", data, start)
+    if version == 0x4F54544F:  # 'OTTO'
+        raise ValueError(
+            f"the {name} file has PostScript (CFF) outlines; use a TrueType (.ttf) font"
+        )
     if version not in (0x00010000, 0x74727565):  # TrueType outlines, 'true'
-        raise ValueError("the Noto Sans file is not a TrueType font")
+        raise ValueError(f"the {name} file is not a TrueType font")
+    if start + 12 + 16 * count > len(data):
+        raise ValueError(f"the {name} file is cut short")
     tables = {}
     for index in range(count):
-        tag, offset, length = struct.unpack_from(">4s4xLL", data, 12 + 16 * index)
+        tag, offset, length = struct.unpack_from(">4s4xLL", data, start + 12 + 16 * index)
         if offset + length > len(data):
-            raise ValueError(f"the Noto Sans file is cut short (table {tag!r})")
+            raise ValueError(f"the {name} file is cut short (table {tag!r})")
         tables[tag.decode("latin-1")] = (offset, length)
     return tables
 
 
-def _covered(code: int) -> bool:
-    return any(lo <= code <= hi for lo, hi, _ in COVERED_BLOCKS)
+def _covered(code: int, blocks: tuple[tuple[int, int, str], ...] | None = COVERED_BLOCKS) -> bool:
+    return blocks is None or any(lo <= code <= hi for lo, hi, _ in blocks)
+
+
+def _postscript_name(name_table: bytes) -> str | None:
+    """The PostScript name (name ID 6) of a short ``name`` table, as a PDF name allows."""
+    count, storage = struct.unpack_from(">2xHH", name_table)
+    for index in range(count):
+        _, _, _, name_id, length, offset = struct.unpack_from(">6H", name_table, 6 + 12 * index)
+        if name_id == 6:
+            raw = name_table[storage + offset : storage + offset + length]
+            return _plain(raw.decode("utf-16-be", "replace")) or None
+    return None
+
+
+def _plain(text: str) -> str:
+    """``text`` with only the characters a font name in a PDF keeps (A-Z, a-z, 0-9, -)."""
+    return "".join(c for c in text if c.isascii() and (c.isalnum() or c == "-"))[:60]
+
+
+#: Where users add fonts: folders or .ttf files, separated by ``os.pathsep``.
+FONTS_ENV = "FILLPDF_FONTS"
+
+
+@dataclass(frozen=True)
+class AddedFonts:
+    """The TrueType fonts found through ``FILLPDF_FONTS``, and what could not be used."""
+
+    fonts: tuple[_Glyphs, ...] = ()
+    skipped: tuple[str, ...] = ()  # "file: why", for the message that names missing glyphs
+
+
+def added_fonts() -> AddedFonts:
+    """The user's fonts, read once per value of ``FILLPDF_FONTS``."""
+    return _added_fonts(os.environ.get(FONTS_ENV, ""))
+
+
+@cache
+def _added_fonts(setting: str) -> AddedFonts:
+    paths: list[Path] = []
+    skipped: list[str] = []
+    for entry in filter(None, setting.split(os.pathsep)):
+        place = Path(entry).expanduser()
+        if place.is_dir():
+            paths += sorted(
+                p for p in place.rglob("*") if p.suffix.lower() in (".ttf", ".otf", ".ttc")
+            )
+        elif place.is_file():
+            paths.append(place)
+        else:
+            skipped.append(f"{entry}: no such file or folder")
+    fonts = []
+    for path in paths:
+        try:
+            fonts.append(_Glyphs(path.read_bytes(), path.name, None))
+        except (OSError, ValueError, struct.error) as exc:
+            skipped.append(f"{path.name}: {exc}")
+    return AddedFonts(tuple(fonts), tuple(skipped))
+
+
+def fallbacks() -> tuple[_Glyphs, ...]:
+    """The fonts the engine embeds, in the order it tries them: Noto Sans, then the user's."""
+    return _fallbacks(os.environ.get(FONTS_ENV, ""))
+
+
+@cache
+def _fallbacks(setting: str) -> tuple[_Glyphs, ...]:
+    return (_noto(), *_added_fonts(setting).fonts)
+
+
+def fallback_for(text: str) -> int | None:
+    """The index (in ``fallbacks()``) of the first font with every character of ``text``."""
+    chars = set(text)
+    chars.difference_update("\n\r\t")
+    for index, font in enumerate(fallbacks()):
+        if font.cmap.has_all(chars):
+            return index
+    return None
 
 
 class _CoveredCmap:
@@ -372,7 +493,15 @@ class _CoveredCmap:
     Lookups bisect the subtable's segments: nothing is decoded in advance.
     """
 
-    def __init__(self, data: bytes, at: int) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        at: int,
+        blocks: tuple[tuple[int, int, str], ...] | None = COVERED_BLOCKS,
+        name: str = "Noto Sans",
+    ) -> None:
+        self._blocks = blocks
+        self._known: dict[int, int | None] = {}  # code -> glyph, as looked up so far
         count = struct.unpack_from(">H", data, at + 2)[0]
         offsets: dict[tuple[int, int], int] = {}
         for index in range(count):
@@ -390,7 +519,7 @@ class _CoveredCmap:
             if fmt == 4:
                 self._lookup = self._format4(data, offset)
                 return
-        raise ValueError("the Noto Sans file has no Unicode cmap of format 4 or 12")
+        raise ValueError(f"the {name} file has no Unicode cmap of format 4 or 12")
 
     def _format12(self, first_glyphs: tuple[int, ...]) -> Callable[[int], int]:
         starts, ends = self._starts, self._ends
@@ -425,9 +554,23 @@ class _CoveredCmap:
         return lookup
 
     def get(self, code: int) -> int | None:
-        if not _covered(code):
-            return None
-        return self._lookup(code) or None
+        known = self._known
+        if code in known:
+            return known[code]
+        glyph = self._lookup(code) or None if _covered(code, self._blocks) else None
+        if len(known) < 65536:
+            known[code] = glyph
+        return glyph
+
+    def has_all(self, chars: Iterable[str]) -> bool:
+        """Whether every character of ``chars`` has a glyph (looked up once per code)."""
+        known, get = self._known, self.get
+        for char in chars:
+            code = ord(char)
+            glyph = known[code] if code in known else get(code)
+            if glyph is None:
+                return False
+        return True
 
     def __contains__(self, code: object) -> bool:
         return isinstance(code, int) and self.get(code) is not None
@@ -490,24 +633,27 @@ def _unhinted(data: bytes) -> bytes:
 
 
 def unicode_missing(text: str) -> str:
-    """The characters of ``text`` that the embedded font cannot show (empty if none)."""
-    cmap = _noto().cmap
-    return "".join(sorted({c for c in text if ord(c) not in cmap and c not in "\n\r\t"}))
+    """The characters of ``text`` that no embedded font can show (empty if none)."""
+    cmaps = [font.cmap for font in fallbacks()]
+    return "".join(
+        sorted({c for c in text if c not in "\n\r\t" and not any(ord(c) in m for m in cmaps)})
+    )
 
 
 @cache
-def _subset_cache() -> dict[frozenset[str], UnicodeSubset]:
+def _subset_cache() -> dict[tuple[int, frozenset[str]], UnicodeSubset]:
     return {}
 
 
-def unicode_subset(chars: frozenset[str]) -> UnicodeSubset:
-    """The Noto Sans subset showing ``chars``, built once per distinct set of characters."""
+def unicode_subset(chars: frozenset[str], font: int = 0) -> UnicodeSubset:
+    """The subset of ``fallbacks()[font]`` showing ``chars``, built once per distinct set."""
     cache_ = _subset_cache()
-    subset_ = cache_.get(chars)
+    key = (id(fallbacks()[font]), chars)
+    subset_ = cache_.get(key)
     if subset_ is None:
         if len(cache_) >= 512:
             cache_.clear()
-        subset_ = cache_[chars] = UnicodeSubset(chars)
+        subset_ = cache_[key] = UnicodeSubset(chars, font)
     return subset_
 
 
@@ -521,9 +667,10 @@ class UnicodeSubset:
     _program: tuple[int, bytes] | None
     _objects: tuple[FontRefs, list[tuple[int, bytes]]] | None
 
-    def __init__(self, chars: frozenset[str]) -> None:
-        g = _noto()
+    def __init__(self, chars: frozenset[str], font: int = 0) -> None:
+        g = self._glyphs = fallbacks()[font]
         self.ascent, self.descent = g.ascent, g.descent
+        self._vertical: dict[str, tuple[float, float]] = {}
         wanted = {g.cmap[ord(c)] for c in chars if ord(c) in g.cmap}
         old = sorted(_with_components(g, wanted | {0}))
         self._new = {gid: i for i, gid in enumerate(old)}
@@ -551,6 +698,20 @@ class UnicodeSubset:
         widths = self._width
         return sum(widths[codes[i : i + 2]] for i in range(0, len(codes), 2))
 
+    def extent(self, text: str) -> tuple[float, float]:
+        """(top, bottom) of the outlines of ``text``'s glyphs per 1 pt: the ink, not the
+        font's line (Noto Sans' ascent and descent span 1.36 em; its capitals 0.71)."""
+        g, vertical = self._glyphs, self._vertical
+        top, bottom = 0.0, 0.0
+        for char in set(text):
+            box = vertical.get(char)
+            if box is None:
+                gid = g.cmap.get(ord(char))
+                y_min, y_max = g.vertical(gid) if gid is not None else (0, 0)
+                box = vertical[char] = (y_max / g.units_per_em, y_min / g.units_per_em)
+            top, bottom = max(top, box[0]), min(bottom, box[1])
+        return top, bottom
+
     def pdf_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
         """The five objects that embed this subset, numbered from ``ref``."""
         if self._objects is None or self._objects[0] != ref:
@@ -558,12 +719,12 @@ class UnicodeSubset:
         return self._objects[1]
 
     def _build_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
-        g = _noto()
+        g = self._glyphs
         if self._program is None:
             raw = _subset_program(g, self._old, self._new, self._bbox)
             self._program = (len(raw), zlib.compress(raw, 6))
         program = self._program
-        base = f"{_subset_tag(self._old)}+NotoSans".encode()
+        base = f"{_subset_tag(self._old, g.postscript_name)}+{g.postscript_name}".encode()
         scale = 1000 / g.units_per_em
         widths = b" ".join(
             b"%d[%d]" % (new, round(g.advance(self._old[new]) * scale))
@@ -655,7 +816,10 @@ def _with_components(g: _Glyphs, gids: set[int]) -> set[int]:
         if gid in seen or gid >= g.count:
             continue
         seen.add(gid)
-        todo.extend(component for _, component in _components(g.raw_glyph(gid)))
+        parts = g._parts.get(gid)
+        if parts is None:
+            parts = g._parts[gid] = tuple(c for _, c in _components(g.raw_glyph(gid)))
+        todo.extend(parts)
     return seen
 
 
@@ -719,8 +883,9 @@ def _assemble_sfnt(tables: dict[str, bytes]) -> bytes:
     return bytes(font)
 
 
-def _subset_tag(gids: list[int]) -> str:
-    digest = hashlib.md5(repr(gids).encode(), usedforsecurity=False).digest()
+def _subset_tag(gids: list[int], font: str = "NotoSans") -> str:
+    seed = repr(gids) if font == "NotoSans" else f"{font}:{gids!r}"
+    digest = hashlib.md5(seed.encode(), usedforsecurity=False).digest()
     return "".join(chr(ord("A") + b % 26) for b in digest[:6])
 
 

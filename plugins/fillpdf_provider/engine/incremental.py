@@ -65,25 +65,27 @@ def append_update(base: Base, objects: Iterable[tuple[int, int, bytes]]) -> byte
     data = base.data
     parts = [data] if data.endswith((b"\n", b"\r")) else [data, b"\n"]
     position = sum(len(p) for p in parts)
-    objects = list(objects)
-    packed: list[tuple[int, bytes]] = []
-    if base.xref_is_stream:
-        packed = [(n, body) for n, g, body in objects if g == 0 and not _is_stream(body)]
-        objects = [o for o in objects if o[1] != 0 or _is_stream(o[2])]
-    size = max([base.size, *(n + 1 for n, _, _ in objects), *(n + 1 for n, _ in packed)])
     # entries: number -> (1, offset, generation) or (2, object stream number, index)
     entries: dict[int, tuple[int, int, int]] = {}
-    for start in range(0, len(packed), _PER_OBJECT_STREAM):
-        chunk = packed[start : start + _PER_OBJECT_STREAM]
-        for index, (number, _) in enumerate(chunk):
-            entries[number] = (2, size, index)
-        objects.append((size, 0, _object_stream(chunk)))
-        size += 1
+    size = base.size
+    if base.xref_is_stream:
+        objects = list(objects)
+        packed = [(n, body) for n, g, body in objects if g == 0 and not _is_stream(body)]
+        objects = [o for o in objects if o[1] != 0 or _is_stream(o[2])]
+        size = max([size, *(n + 1 for n, _, _ in objects), *(n + 1 for n, _ in packed)])
+        for start in range(0, len(packed), _PER_OBJECT_STREAM):
+            chunk = packed[start : start + _PER_OBJECT_STREAM]
+            for index, (number, _) in enumerate(chunk):
+                entries[number] = (2, size, index)
+            objects.append((size, 0, _object_stream(chunk)))
+            size += 1
     for number, generation, body in objects:
         chunk = b"%d %d obj\n%s\nendobj\n" % (number, generation, body)
         entries[number] = (1, position, generation)
         parts.append(chunk)
         position += len(chunk)
+        if number >= size:
+            size = number + 1
     update = b"".join(parts[1:])
     id1 = pdf_id(base.id0 + update)
     ids = b"[<%s><%s>]" % (base.id0.hex().encode(), id1.hex().encode())

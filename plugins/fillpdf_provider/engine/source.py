@@ -35,6 +35,9 @@ PdfInput = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes
 class OpenedPdf(NamedTuple):
     reader: PdfReader
     base: Base
+    #: What had to be mended to read the file, for a note to the user ("" when nothing):
+    #: outputs build on the mended copy, so they open cleanly where the template did not.
+    repaired: str = ""
 
 
 def read_bytes(pdf: PdfInput) -> bytes:
@@ -77,12 +80,14 @@ def open_pdf(pdf: PdfInput) -> OpenedPdf:
         with reading_pdf():
             reader, repaired = _parse(data)
             _check_size(reader)
+            note = ""
             if reader.is_encrypted:
                 reader, data = _decrypt(reader)
             elif repaired or _xref_needs_rewrite(data):
+                note = "its cross-reference data was damaged and was rebuilt from its objects"
                 data = _rewrite(reader)
                 reader, _ = _parse(data)
-            opened = OpenedPdf(reader, _describe(reader, data))
+            opened = OpenedPdf(reader, _describe(reader, data), note)
     finally:
         log.removeHandler(repairs)
     if repairs.count > MAX_REPAIRS:

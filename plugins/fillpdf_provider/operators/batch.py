@@ -31,7 +31,7 @@ from fillpdf_provider.engine.batch import (
 )
 from fillpdf_provider.engine.batch import count_rows as count_parquet_rows
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.forms import FILL_ON, open_form
+from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
 from fillpdf_provider.storage import Store, readable
 
 OUTPUT_FORMATS = ("files", "merged", "zip")
@@ -243,6 +243,12 @@ class BatchFillOperator(BaseOperator):
         rows (default 0: any failed row fails the task, after the manifest is written). A
         chunk leaves the verdict to ``merge_manifests``, which sees every chunk.
     :param require: a row that leaves a field the form marks required empty is a bad row.
+    :param overflow: text too long for its box even at ``min_font_size``: ``error``
+        (default) makes the row a bad row, naming the field; ``shrink`` draws what fits at
+        that size, ``truncate`` what fits at the field's own size, and both list the fields
+        cut in the manifest's ``cut`` column. Applies where the engine fills on the worker
+        (not with ``fill_on="service"``, where the service refuses such rows).
+    :param min_font_size: points text shrinks down to before ``overflow`` applies (default 4).
     :param fill_on: where rows are filled when the connection is in api mode: ``worker``
         (default: the form is downloaded once and filled here by the same engine the
         service runs, byte for byte; fills are never metered) or ``service`` (one request
@@ -253,8 +259,8 @@ class BatchFillOperator(BaseOperator):
     :param storage_conn_id: connection for object-storage URIs that name none (default: the
         scheme's standard one, e.g. ``aws_default`` for ``s3://``).
 
-    XCom: the batch summary (rows, ok, failed, rows/s, manifest, unmapped columns and
-    unfilled fields, the first errors with their row numbers).
+    XCom: the batch summary (rows, ok, failed, rows with text cut, rows/s, manifest,
+    unmapped columns and unfilled fields, the first errors with their row numbers).
     """
 
     template_fields: Sequence[str] = (
@@ -276,6 +282,8 @@ class BatchFillOperator(BaseOperator):
         on_error: str = "skip",
         max_failed_rows: int | float | str = 0,
         require: bool = False,
+        overflow: str = "error",
+        min_font_size: float = 4.0,
         fill_on: str = "worker",
         chunk: Mapping[str, int] | None = None,
         batch_rows: int = 2048,
@@ -295,6 +303,7 @@ class BatchFillOperator(BaseOperator):
             raise ValueError("Chunked batches write files; merge or zip them afterwards.")
         if isinstance(max_failed_rows, int | float):
             failure_limit(max_failed_rows, 1)  # a bad limit is a DAG error, not a run's
+        fit_for(overflow, min_font_size)  # so is a bad overflow policy
         if asset is not None:
             kwargs["outlets"] = [*kwargs.get("outlets", []), asset]
         super().__init__(**kwargs)
@@ -308,6 +317,8 @@ class BatchFillOperator(BaseOperator):
         self.on_error = on_error
         self.max_failed_rows = max_failed_rows
         self.require = require
+        self.overflow = overflow
+        self.min_font_size = min_font_size
         self.fill_on = fill_on
         self.chunk = chunk
         self.batch_rows = batch_rows
@@ -318,6 +329,7 @@ class BatchFillOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         hook = FillPdfHook(self.fillpdf_conn_id)
+        fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
         form = open_form(hook, self.template, fill_on=self.fill_on,
                          conn_id=self.storage_conn_id)  # fmt: skip
         chunk = dict(self.chunk) if self.chunk else None
@@ -332,6 +344,7 @@ class BatchFillOperator(BaseOperator):
             "flatten": flatten,
             "on_error": self.on_error,
             "require": self.require,
+            "fit": fit,
             "batch_rows": self.batch_rows,
             "mapping": self.mapping,
             "progress": self._progress(label, total),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fillpdf_provider.client import InvalidRequest
+from fillpdf_provider.engine.appearance import OVERFLOW_POLICIES, Fit
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.schema import Field
@@ -25,6 +26,45 @@ FILL_ON = ("worker", "service")
 
 def is_conversion_id(template: str) -> bool:
     return template.startswith("conv_") and "/" not in template and "." not in template
+
+
+def fills_on_service(hook: FillPdfHook, fill_on: str) -> bool:
+    """True when the service fills each row: api mode with ``fill_on="service"``."""
+    return fill_on == "service" and hook.mode == "api"
+
+
+def fit_for(overflow: str, min_font_size: float | str) -> Fit:
+    """The engine's overflow policy from an operator's ``overflow`` and ``min_font_size``,
+    refused with a message that names the parameter."""
+    if overflow not in OVERFLOW_POLICIES:
+        raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, not {overflow!r}.")
+    try:
+        size = float(min_font_size)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"min_font_size must be a size in points, not {min_font_size!r}."
+        ) from None
+    try:
+        return Fit(overflow, size)
+    except ValueError as exc:
+        raise ValueError(f"min_font_size {min_font_size!r} is refused: {exc}.") from None
+
+
+def fit_on(hook: FillPdfHook, fill_on: str, fit: Fit) -> Fit | None:
+    """``fit`` where the engine fills on the worker; None where the service fills, which
+    applies its own default (``overflow="error"``, 4 pt): any other policy is refused there
+    rather than silently ignored."""
+    if not fills_on_service(hook, fill_on):
+        return fit
+    if fit != Fit():
+        raise ValueError(
+            f"overflow={fit.policy!r}, min_font_size={fit.min_size:g}: the overflow policy "
+            "applies to the embedded engine, which fills on the worker; with "
+            "fill_on='service' the service fills each row with its own (overflow='error', "
+            "4 pt). Fill on the worker (fill_on='worker', the default) to use it, or leave "
+            "overflow and min_font_size at their defaults."
+        )
+    return None
 
 
 class ApiForm:
@@ -62,7 +102,7 @@ def open_form(
     the worker or, with ``fill_on="service"`` in api mode, by the service."""
     if fill_on not in FILL_ON:
         raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
-    remote = fill_on == "service" and hook.mode == "api"
+    remote = fills_on_service(hook, fill_on)
     if not is_conversion_id(template):
         if remote:
             raise ValueError(
