@@ -63,6 +63,8 @@ $(BENCH_STAMP): pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[bench,test]"
 	-command -v pdftk >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
 		&& apt-get install -y -qq pdftk-java >/dev/null 2>&1)
+	-command -v qpdf >/dev/null || (command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+		&& apt-get install -y -qq qpdf >/dev/null 2>&1)  # wild_eval.py: qpdf --check
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

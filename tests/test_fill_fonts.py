@@ -99,8 +99,34 @@ def test_a_font_that_cannot_be_used_is_named_in_the_message(
     monkeypatch.setenv(FONTS_ENV, str(tmp_path))
     template = Template(Path(__file__).parents[1] / "include" / "sample_form.pdf")
     with pytest.raises(FieldValueError) as raised:
-        template.fill({"full_name": "שלום"})
+        template.fill({"full_name": "გამარჯობა"})  # Georgian: no font here has it
     message = str(raised.value)
-    assert "'full_name'" in message and "U+05E9" in message
-    assert "broken.ttf: the broken.ttf file is not a TrueType font" in message
-    assert "cff.otf: the cff.otf file has PostScript (CFF) outlines" in message
+    assert "'full_name'" in message and "U+10D2" in message
+    assert "broken.ttf: is not a TrueType font" in message
+    assert "cff.otf: has PostScript (CFF) outlines" in message
+    assert str(tmp_path) not in message  # file names, never where the server keeps them
+
+
+def test_a_font_file_that_is_not_a_regular_file_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipe named like a font would block the fill forever; a link to /dev/zero would
+    read until memory runs out."""
+    os.mkfifo(tmp_path / "pipe.ttf")
+    (tmp_path / "zero.ttf").symlink_to("/dev/zero")
+    monkeypatch.setenv(FONTS_ENV, str(tmp_path))
+    template = Template(Path(__file__).parents[1] / "include" / "sample_form.pdf")
+    with pytest.raises(FieldValueError, match=r"pipe\.ttf: not a regular file"):
+        template.fill({"full_name": "გამარჯობა"})
+    assert template.fill({"full_name": "Жизнь"})  # Noto Sans still draws what it has
+
+
+@pytest.mark.parametrize("value", ["שלום", "مرحبا", "Lot 42 שלום"])
+def test_right_to_left_text_is_refused_rather_than_drawn_backwards(
+    cjk_font: Path, value: str
+) -> None:
+    """The added font has Hebrew and Arabic letters, but the engine draws text left to
+    right without reordering or joining: a reader would see it backwards."""
+    template = Template(Path(__file__).parents[1] / "include" / "sample_form.pdf")
+    with pytest.raises(FieldValueError, match="right-to-left"):
+        template.check({"full_name": value})

@@ -15,13 +15,14 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Protocol
 
 from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
 
 AUTO_MAX_SIZE = 12.0
 MIN_SIZE = 4.0  # the default smallest size text shrinks to: below it nobody can read it
+SMALLEST = 1.0  # no text is drawn smaller, whatever the box (a 3 pt box keeps 1 pt text)
 LEADING = 1.15
 #: How far an accent stands above a capital (Helvetica's Aring tops out at 0.931 em over a
 #: cap height of 0.718): fonts' ascents leave it out, so a box sized by them clips it.
@@ -212,7 +213,7 @@ def ink_extent(font: Font, text: str) -> tuple[float, float]:
     return font.ascent + ACCENT_RISE, font.descent
 
 
-@cache
+@lru_cache(maxsize=8192)
 def _accented_capital(char: str) -> bool:
     if char.isascii():
         return False
@@ -234,7 +235,9 @@ def _fit_single(
     """(size, whether the text is wider than the box even at that size) for one line."""
     room_h = box.height - 2 * max(1.0, box.border)
     line = extent[0] - extent[1]
-    by_height = room_h / line if line > 0 else AUTO_MAX_SIZE
+    # A box too short for the minimum size keeps the size its height allows (its designer's
+    # choice, not an overflow), but never under 1 pt, nor negative inside a wide border.
+    by_height = max(room_h / line, SMALLEST) if line > 0 else AUTO_MAX_SIZE
     size = min(AUTO_MAX_SIZE, by_height) if size <= 0 else min(size, by_height)
     room_w = box.width - 2 * box.padding
     if width_at_1 <= 0 or width_at_1 * size <= room_w:
@@ -417,10 +420,11 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
     widest = max((font.width(g) for g in glyphs), default=0.5)
     extent = ink_extent(font, chars)
     room_h = box.height - 2 * max(1.0, box.border)
-    by_height = room_h / (extent[0] - extent[1]) if extent[0] > extent[1] else AUTO_MAX_SIZE
+    line = extent[0] - extent[1]
+    by_height = max(room_h / line, SMALLEST) if line > 0 else AUTO_MAX_SIZE
     size = min(style.da.size or AUTO_MAX_SIZE, by_height)
     if widest > 0 and widest * size > cell * 0.95:
-        size = cell * 0.95 / widest
+        size = max(cell * 0.95 / widest, SMALLEST)
     baseline = _baseline(box, size, font, extent)
     start = {1: (cells - len(glyphs)) // 2, 2: cells - len(glyphs)}.get(style.quadding, 0)
     out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), style.da.color)]
@@ -441,16 +445,24 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
 
 def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[bytes], bool]:
     font, da = style.font, style.da
+    if not text.strip():
+        return [], False
     room_w = box.width - 2 * box.padding
     room_h = box.height - 2 * box.padding
-    start = da.size or AUTO_MAX_SIZE
-    floor = min(fit.min_size, start)
     top, bottom = ink_extent(font, text)
-    ink, widest = _ink_width(font, text)
+    # The size at which one line fills the box's height: a box with room for one line at
+    # most is laid out as one line, as viewers do, sized by its height and width.
+    one_line = room_h / (top - bottom) if top > bottom else AUTO_MAX_SIZE
+    start = min(da.size or AUTO_MAX_SIZE, max(one_line, SMALLEST))
+    floor = min(fit.min_size, start)
 
     def lines_hold(at: float) -> int:
         """How many lines fit the box at ``at``: the last one's descenders included."""
         return max(0, int((room_h - at * (top - bottom)) / (at * LEADING) + 1 + 1e-9))
+
+    if lines_hold(floor) <= 1:
+        return _single(box, style, text, fit)
+    ink, widest = _ink_width(font, text)
 
     def cannot_fit(at: float) -> bool:
         """True when even perfectly packed lines would overflow (no line is wider than the
@@ -462,7 +474,7 @@ def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[by
     size, cut = start, False
     if cannot_fit(floor):
         if fit.policy == "error":
-            holds = int(len(text) * max(1, lines_hold(floor)) * room_w / (ink * floor))
+            holds = int(len(text) * lines_hold(floor) * room_w / (ink * floor))
             raise TextTooLong(
                 f"{len(text):,} characters can't be shown in this box even at {floor:g} pt (it "
                 f"holds about {holds:,}); shorten the value, use a larger field, or choose "

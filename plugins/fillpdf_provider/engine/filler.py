@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -130,6 +132,7 @@ class Template:
         self._reader, self._base = opened.reader, opened.base
         #: What had to be mended to read the template ("" when nothing), worth a note.
         self.repaired = opened.repaired
+        self._pages_lock = threading.Lock()
         with reading_pdf("The PDF's form"):
             if max_fields is not None:
                 check_form_size(self._reader, max_fields)
@@ -195,7 +198,9 @@ class Template:
             else:
                 self._emit_button(row, plan, value)
         if flatten:
-            with reading_pdf("The PDF's pages"):
+            # Flattening reads the pages through pypdf, whose reader is not safe to share
+            # between threads (a service fills one template from several).
+            with self._pages_lock, reading_pdf("The PDF's pages"):
                 self._emit_flatten(row)
             row.objects.extend(self._flat_root_objects)
         else:
@@ -372,6 +377,7 @@ class Template:
             text = _printable(text)
             if helvetica.encode(text) is not None:
                 continue
+            _refuse_right_to_left(plan.field.name, text)
             index = fonts.fallback_for(text)
             if index is not None:
                 chars.setdefault(index, set()).update(text)
@@ -441,7 +447,7 @@ class Template:
                     wp.button_ap, wp.button_on = self._button_appearance(
                         form_field, widget, box, wp.da
                     )
-                    wp.on_name = widget.on_state or "Yes"
+                    wp.on_name = widget.on_state or widget.alias or "Yes"
                     drop = _DROP_BUTTON_AP if wp.button_ap else _DROP_BUTTON
                 else:
                     drop = _DROP_TEXT
@@ -474,7 +480,9 @@ class Template:
             if on is not None and drawable(on.get_object()):
                 # PDFium's flattener and others take the empty name for "no state": the
                 # appearances are kept under the name Yes.
-                return (b"", 0) if widget.on_state else (_renamed_empty_state(ap), 0)
+                if widget.on_state:
+                    return b"", 0
+                return _renamed_empty_state(ap, widget.alias or "Yes"), 0
         radio = form_field.kind == "radio"
         on = self._allocate()
         off = self._allocate()
@@ -656,8 +664,8 @@ class Template:
         return b"%d 0 R" % wp.button_on, _fit_matrix(wp.box.bbox, wp.box.matrix, wp.widget.rect)
 
 
-def _renamed_empty_state(ap: object) -> bytes:
-    """An ``/AP`` entry with its appearances under the state name Yes instead of ``/``."""
+def _renamed_empty_state(ap: object, alias: str) -> bytes:
+    """An ``/AP`` entry with its appearances under the state name ``alias`` instead of ``/``."""
     ap = ap.get_object() if isinstance(ap, IndirectObject) else ap
     parts = []
     for key in ap:  # type: ignore[union-attr]
@@ -665,7 +673,7 @@ def _renamed_empty_state(ap: object) -> bytes:
         states = raw.get_object()
         if isinstance(states, DictionaryObject) and not isinstance(states, StreamObject):
             inner = b"".join(
-                (b"/Yes" if state == "/" else name(state[1:]))
+                (name(alias) if state == "/" else name(state[1:]))
                 + b" "
                 + serialize(states.raw_get(state))
                 for state in states
@@ -705,6 +713,20 @@ def drawable(appearance: object) -> bool:
     except (TypeError, ValueError):
         return False
     return abs(x1 - x0) > 0 and abs(y1 - y0) > 0
+
+
+def _refuse_right_to_left(field: str, text: str) -> None:
+    """Hebrew, Arabic and other right-to-left scripts need reordering (and Arabic joining)
+    that the engine does not do: drawn as stored, a reader would see them backwards."""
+    rtl = sorted({c for c in text if unicodedata.bidirectional(c) in ("R", "AL")})
+    if rtl:
+        listed = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in rtl[:4])
+        raise FieldValueError(
+            field,
+            f"{listed} {'is' if len(rtl) == 1 else 'are'} right-to-left script, which the "
+            "engine cannot lay out yet (it would draw the letters in the wrong order); fill "
+            "this field with a viewer or leave it out.",
+        )
 
 
 def _undrawable(text: str) -> str:

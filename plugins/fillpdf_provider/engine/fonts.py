@@ -9,7 +9,9 @@ Three kinds of font draw a value:
   Latin (with Vietnamese and the Latin Extended blocks), Greek and Cyrillic;
 * then the TrueType fonts a user adds (``FILLPDF_FONTS``: folders or files, separated by
   ``os.pathsep``), embedded the same way, for scripts the package does not bundle (CJK,
-  Hebrew, Arabic ...). The first font that has every character of a value draws it.
+  Georgian, Thai ...; right-to-left scripts are refused before a font is sought, as the
+  engine does not reorder them). The first font that has every character of a value draws
+  it.
 
 Noto Sans ships in the ``fontpkg-noto-sans`` wheel. Its tables are read once per process with
 ``struct`` (no fontTools: importing and running its subsetter cost a one-off fill about a
@@ -24,11 +26,12 @@ import bisect
 import hashlib
 import json
 import os
+import stat
 import struct
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -197,7 +200,7 @@ class CidFont:
         )
 
 
-@cache
+@lru_cache(maxsize=65536)
 def _in_collection(cmap_name: str, char: str) -> bool:
     cids = list(_predefined_cmap(cmap_name).decode(char.encode("utf-16-be")))
     return len(cids) == 1 and cids[0] != 0
@@ -294,7 +297,8 @@ class _Glyphs:
         self._glyf = where["glyf"][0]
         self._hmtx = where["hmtx"][0]
         self._long_metrics = struct.unpack_from(">H", hhea, 34)[0]
-        self.cmap = _CoveredCmap(data, where["cmap"][0], blocks, name)
+        _check_tables(name, self, where, len(data))
+        self.cmap = _CoveredCmap(data, where["cmap"][0], blocks, name, self.count)
         ascender, descender = struct.unpack_from(">hh", hhea, 4)
         upm = self.units_per_em
         self.ascent, self.descent = ascender / upm, descender / upm
@@ -313,6 +317,10 @@ class _Glyphs:
         if "post" in where:
             tables["post"] = b"\0\3\0\0" + table("post")[4:32]
         self.tables = tables
+        selection = struct.unpack_from(">H", os2, 62)[0] if len(os2) >= 64 else 0
+        weight = struct.unpack_from(">H", os2, 4)[0] if len(os2) >= 6 else 400
+        #: An upright regular face: tried before bold and italic ones of a folder.
+        self.regular = not selection & 0b100001 and weight <= 500
 
     def raw_glyph(self, gid: int) -> bytes:
         return self._data[self._glyf + self._loca[gid] : self._glyf + self._loca[gid + 1]]
@@ -443,6 +451,10 @@ def added_fonts() -> AddedFonts:
     return _added_fonts(os.environ.get(FONTS_ENV, ""))
 
 
+#: A font file larger than this is not read (the largest CJK TrueType fonts are ~40 MB).
+MAX_FONT_BYTES = 64 * 1024 * 1024
+
+
 @cache
 def _added_fonts(setting: str) -> AddedFonts:
     paths: list[Path] = []
@@ -453,17 +465,52 @@ def _added_fonts(setting: str) -> AddedFonts:
             paths += sorted(
                 p for p in place.rglob("*") if p.suffix.lower() in (".ttf", ".otf", ".ttc")
             )
-        elif place.is_file():
+        elif place.exists():
             paths.append(place)
         else:
-            skipped.append(f"{entry}: no such file or folder")
+            skipped.append(f"{place.name}: no such file or folder")
     fonts = []
     for path in paths:
         try:
-            fonts.append(_Glyphs(path.read_bytes(), path.name, None))
-        except (OSError, ValueError, struct.error) as exc:
-            skipped.append(f"{path.name}: {exc}")
+            fonts.append(_Glyphs(_font_bytes(path), path.name, None))
+        except Exception as exc:  # a font file is input: whatever is wrong, skip and say why
+            skipped.append(f"{path.name}: {_why(exc, path.name)}")
+    # Upright regular faces first (a folder of system fonts lists Bold before Regular).
+    fonts.sort(key=lambda font: not font.regular)
     return AddedFonts(tuple(fonts), tuple(skipped))
+
+
+def _font_bytes(path: Path) -> bytes:
+    """A font file's bytes: a regular file of at most ``MAX_FONT_BYTES`` (not a device, a
+    pipe or a link to one, which would block or never end)."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("not a regular file")
+    if info.st_size > MAX_FONT_BYTES:
+        raise ValueError(f"larger than {MAX_FONT_BYTES // 2**20} MB")
+    with path.open("rb") as handle:
+        return handle.read(MAX_FONT_BYTES + 1)
+
+
+def _why(exc: Exception, name: str) -> str:
+    """What is wrong with a font file, in words (not a library's exception text)."""
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc).replace(f"the {name} file ", "")
+    if isinstance(exc, OSError):
+        return exc.strerror or "cannot be read"
+    return "its tables are damaged"
+
+
+def _check_tables(name: str, font: _Glyphs, where: dict[str, tuple[int, int]], size: int) -> None:
+    """Refuse a font whose tables cannot hold what they claim (read before trusting them)."""
+    if not font.units_per_em:
+        raise ValueError(f"the {name} file has no units per em")
+    loca_end = font._loca[-1] if font._loca else 0
+    if where["glyf"][0] + loca_end > size or list(font._loca) != sorted(font._loca):
+        raise ValueError(f"the {name} file has glyph offsets past its outlines")
+    metrics = min(font._long_metrics, font.count)
+    if not metrics or 4 * metrics + 2 * (font.count - metrics) > where["hmtx"][1]:
+        raise ValueError(f"the {name} file has too few glyph widths")
 
 
 def fallbacks() -> tuple[_Glyphs, ...]:
@@ -499,8 +546,10 @@ class _CoveredCmap:
         at: int,
         blocks: tuple[tuple[int, int, str], ...] | None = COVERED_BLOCKS,
         name: str = "Noto Sans",
+        glyphs: int = 65536,
     ) -> None:
         self._blocks = blocks
+        self._glyphs = glyphs
         self._known: dict[int, int | None] = {}  # code -> glyph, as looked up so far
         count = struct.unpack_from(">H", data, at + 2)[0]
         offsets: dict[tuple[int, int], int] = {}
@@ -557,7 +606,14 @@ class _CoveredCmap:
         known = self._known
         if code in known:
             return known[code]
-        glyph = self._lookup(code) or None if _covered(code, self._blocks) else None
+        glyph = None
+        if _covered(code, self._blocks):
+            try:
+                glyph = self._lookup(code) or None
+            except struct.error:  # a damaged subtable points past the font's end
+                glyph = None
+            if glyph is not None and glyph >= self._glyphs:
+                glyph = None  # a glyph the font does not have
         if len(known) < 65536:
             known[code] = glyph
         return glyph
@@ -714,9 +770,10 @@ class UnicodeSubset:
 
     def pdf_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
         """The five objects that embed this subset, numbered from ``ref``."""
-        if self._objects is None or self._objects[0] != ref:
-            self._objects = (ref, self._build_objects(ref))
-        return self._objects[1]
+        built = self._objects  # read once: another thread may replace it meanwhile
+        if built is None or built[0] != ref:
+            built = self._objects = (ref, self._build_objects(ref))
+        return built[1]
 
     def _build_objects(self, ref: FontRefs) -> list[tuple[int, bytes]]:
         g = self._glyphs
@@ -835,7 +892,7 @@ def _subset_program(
         if components:
             patched = bytearray(data)
             for at, component in components:
-                patched[at : at + 2] = new[component].to_bytes(2, "big")
+                patched[at : at + 2] = new.get(component, 0).to_bytes(2, "big")
             data = bytes(patched)
         glyf += data
         glyf += b"\0" * (-len(data) % 4)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from pypdf import PdfReader
-from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject
+from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
 
 from fillpdf_provider.engine.errors import PdfError
 from fillpdf_provider.engine.schema import Field, OptionWidget
@@ -43,6 +43,7 @@ class Widget:
     opt_index: int | None = None  # buttons with /Opt: the widget's place among the kids
     visible: bool = True
     option: str | None = None  # radio buttons: the option this widget sets
+    alias: str | None = None  # an on-state named "" (``/``): the name offered and written
 
 
 @dataclass
@@ -167,7 +168,7 @@ def _on_state(widget: DictionaryObject) -> str | None:
     ap = widget.get("/AP")
     normal = ap.get_object().get("/N") if ap is not None else None
     normal = normal.get_object() if normal is not None else None
-    if isinstance(normal, DictionaryObject):
+    if isinstance(normal, DictionaryObject) and not isinstance(normal, StreamObject):
         for key in normal:
             if key != "/Off":
                 return key[1:]  # "" is a legal on-state name (OpenOffice writes ``/``)
@@ -361,12 +362,12 @@ def _finish(form_field: FormField) -> None:
     opt = opt if isinstance(opt, ArrayObject) and len(opt) else None
     several = len(form_field.widgets) > 1
     for target in form_field.targets:
-        for place, widget in enumerate(target.widgets):
-            if widget.opt_index is None and opt is not None:
+        for widget in target.widgets:
+            state = widget.on_state
+            if widget.opt_index is None and opt is not None and state and _numeric(state):
                 # A field without /Kids (widgets that only name it as /Parent): an on-state
                 # that is a number names its /Opt entry, as /Opt forms number their states.
-                state = widget.on_state
-                widget.opt_index = int(state) if state and state.isdigit() else place
+                widget.opt_index = int(state)
             if widget.on_state is None:
                 # No appearance names the state: kids are told apart by their place (/0, /1
                 # ...), as /Opt forms name them; a lone checkbox is /Yes.
@@ -375,9 +376,12 @@ def _finish(form_field: FormField) -> None:
                 widget.on_state = str(index) if by_place else "Yes"
     states: dict[str, list[str]] = {}
     listed: set[tuple[str, str]] = set()  # (option, on-state): lists searched would be slow
+    named = {w.on_state for w in form_field.widgets}
     for widget in form_field.widgets:
         state = widget.on_state or ""
-        label = _option_label(state)
+        if not state:
+            widget.alias = _alias_for_empty(named)
+        label = state or widget.alias or "Yes"
         if opt is not None and widget.opt_index is not None and widget.opt_index < len(opt):
             label = _text(opt[widget.opt_index])
         widget.option = label
@@ -392,10 +396,21 @@ def _finish(form_field: FormField) -> None:
         form_field.states = states
 
 
-def _option_label(state: str) -> str:
-    """What a user types to choose an on-state: its name, or "Yes" for the empty name ``/``
-    (a value an empty CSV cell could never give)."""
-    return state if state else "Yes"
+def _alias_for_empty(named: set[str | None]) -> str:
+    """The name that stands for an on-state named ``/`` (OpenOffice writes it): what a user
+    types to choose it, since an empty CSV cell could never, and the name the output writes
+    (PDFium's flattener reads the empty name as "no state"). Never one the field uses."""
+    for alias in ("Yes", "On", "Selected"):
+        if alias not in named:
+            return alias
+    index = 1
+    while f"Option{index}" in named:
+        index += 1
+    return f"Option{index}"
+
+
+def _numeric(state: str) -> bool:
+    return state.isascii() and state.isdigit() and len(state) < 10
 
 
 def acroform_of(reader: PdfReader) -> DictionaryObject | None:
