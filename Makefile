@@ -10,9 +10,11 @@ DEMO_HOME := $(abspath .airflow-demo)
 DEMO_ENV := AIRFLOW_HOME=$(DEMO_HOME) AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
 	AIRFLOW__CORE__LOAD_EXAMPLES=False
 # The suite runs in two worker processes, each test file whole on one of them (its servers and
-# clusters are started once per worker); TEST_WORKERS=0 runs it in one process.
+# clusters are started once per worker); TEST_WORKERS=0 runs it in one process. Tests marked
+# solo measure latency and run alone afterwards, with nothing else on the machine's cores.
 TEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST := $(PY) -m pytest -q
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
@@ -44,11 +46,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check plugins tests benchmarks include dags
 
 test: $(STAMP) lint
-	$(PYTEST)
+	$(PYTEST) $(PARALLEL) -m "not solo"
+	$(PYTEST) -m solo
 
 # The quick loop: everything but the system tests that start a whole Celery stack.
 test-quick: $(STAMP) lint
-	$(PYTEST) -m "not system"
+	$(PYTEST) $(PARALLEL) -m "not system"
 
 # The field scorer: rebuilt from ../shared/corpus/train with a fixed seed (the same model,
 # byte for byte), cross-validated by form; figures in benchmarks/results/detector_cv.txt.

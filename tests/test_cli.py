@@ -124,7 +124,7 @@ def test_fill_unknown_field_suggests_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_fill_wrong_type(tmp_path: Path) -> None:
-    (tmp_path / "v.json").write_text('{"newsletter": "yes"}', encoding="utf-8")
+    (tmp_path / "v.json").write_text('{"newsletter": "maybe"}', encoding="utf-8")
     done = run("fill", SAMPLE_FORM, "--values", tmp_path / "v.json", "-o", tmp_path / "out.pdf")
     assert_clean_error(done, "'newsletter'")
     assert not (tmp_path / "out.pdf").exists()

@@ -19,7 +19,8 @@ from sqlalchemy import select
 
 from fillpdf_provider.service.db import idempotency
 
-pytestmark = pytest.mark.system
+# It measures latency: it runs alone, after the parallel run (see the Makefile).
+pytestmark = [pytest.mark.system, pytest.mark.solo]
 
 WAITERS = 60
 CONVERTS = 30

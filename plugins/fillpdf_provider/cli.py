@@ -178,6 +178,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_fill(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.appearance import Fit
+    from fillpdf_provider.engine.coerce import coerce_values
     from fillpdf_provider.engine.filler import Template, write_atomic
 
     values = _read_json(args.values, "values")
@@ -187,6 +188,10 @@ def _cmd_fill(args: argparse.Namespace) -> int:
     try:
         template = Template(args.form)
         _note_repairs(args.form, template.repaired)
+        # One rule for a value everywhere: what a batch's cell takes, a JSON value takes.
+        fields = {f.name: f for f in template.fields}
+        dates = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
+        values = coerce_values(fields, values, dates)
         filled = template.fill_result(values, flatten=args.flatten, fit=fit)
     except TextOverflowError as exc:
         message = _in_flags(exc.message)
@@ -259,8 +264,15 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             "columns that match no field (ignored): " + ", ".join(summary.unmapped_columns),
             file=sys.stderr,
         )
-    for error in summary.errors[:5]:
+    shown = summary.errors[:5]
+    for error in shown:
         print(f"row {error['row']}: {_in_flags(str(error['error']))}", file=sys.stderr)
+    if summary.failed > len(shown):
+        print(
+            f"... and {summary.failed - len(shown):,} more; every row's error is in "
+            f"{summary.manifest}",
+            file=sys.stderr,
+        )
     print(summary.line())
     return 0 if summary.failed == 0 else 1
 
@@ -315,11 +327,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_store() -> tuple[object, float]:
+def _key_store(*, create: bool) -> tuple[object, float]:
     from fillpdf_provider.service.db import create_schema, make_engine
     from fillpdf_provider.service.settings import Settings
 
     settings = Settings.from_env()
+    if not create and not settings.data_dir.is_dir():  # a typo must not make a new store
+        raise FillPdfError(
+            f"No data dir {settings.data_dir}: check the path, or start one with "
+            f"`fillpdf keys create --data-dir {settings.data_dir}` or "
+            f"`fillpdf serve --data-dir {settings.data_dir}`."
+        )
     settings.prepare()
     engine = make_engine(settings.resolved_database_url())
     create_schema(engine)
@@ -330,7 +348,7 @@ def _cmd_keys(args: argparse.Namespace) -> int:
     from fillpdf_provider.service import keys
 
     _service_env(args)
-    engine, now = _key_store()
+    engine, now = _key_store(create=args.action == "create")
     if args.action == "create":
         if args.key:
             known = keys.key_registered(engine, args.key)
@@ -537,7 +555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         atexit.unregister(gc.freeze)  # once, however often main runs
         atexit.register(gc.freeze)
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # here, so a closed pipe is caught below and not at exit
+        return code
+    except BrokenPipeError:  # stdout closed early (`| head`): end quietly, as on SIGPIPE
+        _silence_stdout()
+        return 141
     except FillPdfError as exc:
         print(f"fillpdf {args.command}: error: {_in_flags(str(exc))}", file=sys.stderr)
         return 1
@@ -549,6 +572,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if paused:
             gc.enable()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at devnull, so that flushing it at exit raises no second BrokenPipeError
+    (the Python docs' "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -25,7 +25,14 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fillpdf_provider.engine.appearance import Fit
-from fillpdf_provider.engine.coerce import coerce_value, map_columns
+from fillpdf_provider.engine.coerce import (
+    coerce_values,
+    describe_unmapped,
+    is_empty,
+    map_columns,
+    near_fields,
+    no_column_matches,
+)
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.filler import Template, write_atomic
 
@@ -264,6 +271,10 @@ def fill_rows(
     names.check(columns)
     fields = {f.name: f for f in template.fields}
     pairs, unmapped, unfilled = map_columns(columns, list(fields.values()), mapping)
+    if columns and not pairs:  # every PDF would be blank
+        raise no_column_matches(columns, list(fields.values()))
+    near = near_fields(unmapped, list(fields.values()), taken=set(pairs.values()))
+    unmapped = [describe_unmapped(c, near[c]) for c in unmapped]
     date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
     sink: OutputSink = (
         out_dir if hasattr(out_dir, "publish") else FolderSink(out_dir)  # type: ignore[arg-type]
@@ -360,15 +371,8 @@ def _fill_one(
         "cut": None,
     }
     try:
-        values = {}
-        for column, field_name in pairs.items():
-            value = coerce_value(
-                fields[field_name],
-                cells.get(column),  # type: ignore[arg-type]
-                date_formats.get(field_name),
-            )
-            if value is not None:
-                values[field_name] = value
+        row_values = {f: cells.get(c) for c, f in pairs.items() if not is_empty(cells.get(c))}
+        values = coerce_values(fields, row_values, date_formats)  # type: ignore[arg-type]
         if require:
             _check_required(fields, pairs, values)
         cut: tuple[str, ...] = ()

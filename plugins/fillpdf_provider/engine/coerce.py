@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from decimal import Decimal
 
-from fillpdf_provider.engine.errors import FieldValueError
+from fillpdf_provider.engine.errors import FieldError, FieldValueError, _close_names
 from fillpdf_provider.engine.schema import Field
 
 TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "x", "on", "checked", "✓", "✔"})
@@ -110,6 +110,28 @@ def coerce_value(field: Field, cell: object, date_format: str | None = None) -> 
     return to_text(cell, date_format)
 
 
+def coerce_values(
+    fields: Mapping[str, Field],
+    values: Mapping[str, object],
+    date_formats: Mapping[str, str | None] | None = None,
+) -> dict[str, object]:
+    """One row's ``{field name: value}`` made fill values by ``coerce_value``: the one rule
+    for ``fill`` and ``batch`` alike. Empty values are left out (the field stays as the
+    template has it); names the form lacks and lists or objects pass through unchanged, so
+    the fill refuses them with its own message (an unknown field, a value of the wrong type).
+    """
+    out: dict[str, object] = {}
+    for name, value in values.items():
+        field = fields.get(name)
+        if field is None or isinstance(value, list | tuple | dict | set):
+            out[name] = value
+            continue
+        coerced = coerce_value(field, value, (date_formats or {}).get(name))
+        if coerced is not None:
+            out[name] = coerced
+    return out
+
+
 def normalise(name: str) -> str:
     """A column or field name reduced to lowercase words joined by ``_``."""
     return re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_")
@@ -150,3 +172,49 @@ def map_columns(
     unmapped = [c for c in columns if c not in pairs]
     unfilled = [f.name for f in fields if f.name not in taken and not f.read_only]
     return pairs, unmapped, unfilled
+
+
+def near_fields(
+    columns: list[str], fields: list[Field], taken: Collection[str] = ()
+) -> dict[str, list[str]]:
+    """For each column, the fields not yet ``taken`` whose normalised names are close to
+    the column's: the "did you mean" of a column that matches no field."""
+    by_normal: dict[str, str] = {}
+    for f in fields:
+        if f.name not in taken and not f.read_only:
+            by_normal.setdefault(normalise(f.name), f.name)
+    known = list(by_normal)
+    return {c: [by_normal[n] for n in _close_names(normalise(c), known)] for c in columns}
+
+
+def describe_unmapped(column: str, suggestions: list[str]) -> str:
+    """``Fullname (did you mean full_name?)``, or just the column without suggestions."""
+    if not suggestions:
+        return column
+    return f"{column} (did you mean {' or '.join(suggestions)}?)"
+
+
+#: Columns named one by one in the error of a batch whose columns all match no field.
+SHOWN_COLUMNS = 10
+
+
+def no_column_matches(columns: list[str], fields: list[Field]) -> FieldError:
+    """The error of a batch none of whose columns fills a field: every PDF would be blank.
+
+    One line naming the columns, each with its "did you mean" where a field is close.
+    """
+    near = near_fields(columns[:SHOWN_COLUMNS], fields)
+    parts = []
+    for column, suggestions in near.items():
+        part = f"column {column!r} matches no field"
+        if suggestions:
+            part += f" (did you mean {' or '.join(repr(s) for s in suggestions)}?)"
+        parts.append(part)
+    more = len(columns) - SHOWN_COLUMNS
+    listed = "; ".join(parts) + (f"; and {more} more columns" if more > 0 else "")
+    return FieldError(
+        f"No column of the rows matches a field of the form, so every PDF would be blank: "
+        f"{listed}. Name the columns after the fields "
+        "(`fillpdf inspect FORM.pdf` lists them).",
+        param="rows",
+    )

@@ -836,10 +836,27 @@ def _validate(form_field: FormField, value: object) -> None:
         )
 
 
+def create_temp(folder: str | os.PathLike[str] | None, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp``, but the file gets the mode ``open(path, "wb")`` would give it
+    (0o666 less the umask, applied by the kernel), not 0600: a file renamed from it into
+    place is then as readable as one written there directly."""
+    folder = Path(folder) if folder is not None else Path(tempfile.gettempdir())
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        temp = folder / f"{prefix}{os.urandom(6).hex()}{suffix}"
+        try:
+            return os.open(temp, flags, 0o666), str(temp)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"No free temporary file name in {folder}")
+
+
 def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file, so no partial file is left."""
+    """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
+    file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
