@@ -303,3 +303,31 @@ def test_radio_without_export_values_uses_places(flat: bytes) -> None:
     group = [Detected("radio", 0, (40 + 30 * i, 520, 52 + 30 * i, 532), "pick") for i in range(3)]
     out = write_acroform(flat, group)
     assert Template(out).fields[0].options == ("0", "1", "2")
+
+
+def test_detected_names_give_way_to_the_forms_own_fields(flat: bytes) -> None:
+    """Converting a PDF that already has a field named like a detected one: the detector's
+    name gets a free suffix (a radio group's buttons keep one name between them)."""
+    form = build_form([Spec("full_name", "text", (40, 100, 290, 116))])
+    fields = [
+        Detected("text", 0, (40, 300, 200, 316), "full_name"),
+        Detected("radio", 0, (40, 400, 52, 412), "full_name_2", export="a"),
+        Detected("radio", 0, (60, 400, 72, 412), "full_name_2", export="b"),
+        Detected("checkbox", 0, (40, 450, 52, 462), "full_name_2"),
+    ]
+    form = write_acroform(form, fields[1:3])  # the form now has full_name and full_name_2
+    out = write_acroform(form, [fields[0], fields[3]], rename_taken=True)
+    assert {f.name for f in Template(out).fields} == {
+        "full_name",
+        "full_name_2",
+        "full_name_3",
+        "full_name_2_2",
+    }
+
+
+def test_a_schema_name_the_form_already_has_says_what_to_do(flat: bytes) -> None:
+    form = build_form([Spec("old_field", "text", (40, 100, 290, 116))])
+    with pytest.raises(FillPdfError) as raised:
+        write_acroform(form, [Detected("text", 0, (40, 300, 100, 316), "old_field")])
+    message = str(raised.value)
+    assert "another name in the schema" in message and "fillpdf inspect" in message

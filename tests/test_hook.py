@@ -202,7 +202,25 @@ def test_the_provider_registers_the_hook_and_its_connection_form() -> None:
     info = manager.providers["airflow-provider-fillpdf"].data["connection-types"][0]
     assert info["hook-class-name"] == "fillpdf_provider.hooks.fillpdf.FillPdfHook"
     widgets = manager.connection_form_widgets
-    assert widgets["extra__fillpdf__mode"].field["schema"]["enum"] == ["api", "embedded"]
+    mode = widgets["extra__fillpdf__mode"].field["schema"]
+    assert mode["enum"] == ["api", "embedded"]
+    # No default: an empty mode follows the base URL (embedded without one); a form that
+    # preset "api" contradicted the empty host it offered for the embedded engine.
+    assert mode.get("default") is None
     behaviour = manager.field_behaviours["fillpdf"]
     assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
     assert "login" in behaviour["hidden_fields"]
+
+
+def test_a_mode_that_contradicts_the_connection_says_what_to_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mode "api" with no host used to say "leave the host empty", which it was."""
+    hook = connect(monkeypatch, {"conn_type": "fillpdf", "extra": {"mode": "api"}}, "fp_api_no")
+    with pytest.raises(ValueError) as raised:
+        hook.settings  # noqa: B018 - reading the connection raises
+    message = str(raised.value)
+    assert "no base URL (host)" in message and "'embedded'" in message
+    assert "leave the host empty" not in message
+    empty = connect(monkeypatch, {"conn_type": "fillpdf", "extra": {"mode": ""}}, "fp_empty")
+    assert empty.settings["mode"] == "embedded"

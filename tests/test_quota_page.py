@@ -11,6 +11,7 @@ Without credentials, the page and its JSON are refused.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -277,3 +278,86 @@ def test_the_page_in_chromium_shows_the_accounts_numbers(
         print(f"screenshot of the page in Airflow's navigation: {nav_shot}")
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------- rendering, fast
+
+JUNE = ("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z")
+MID_JUNE = 1_750_032_000.0  # 2025-06-16T00:00:00Z: half of a 30-day month gone
+
+
+def _account(plan: str, used: int) -> Any:
+    from fillpdf_provider.client import Account
+
+    included, rate, hard_stop = {"developer": (25, None, True), "pro": (60, 0.90, False)}[plan]
+    overage = 0 if hard_stop else max(0, used - included)
+    return Account(
+        plan=plan,
+        period_start=JUNE[0],
+        period_end=JUNE[1],
+        pages_included=included,
+        pages_used=used,
+        pages_remaining=max(0, included - used),
+        overage_pages=overage,
+        overage_rate_usd=rate,
+        overage_cost_usd=None if rate is None else round(overage * rate, 2),
+        max_pages_per_file=10,
+        rate_limit_per_minute=10,
+        hard_stop=hard_stop,
+    )
+
+
+def _rendered(monkeypatch: pytest.MonkeyPatch, plan: str, used: int) -> tuple[dict, dict]:
+    """The account row and the page's fields for one account, without Airflow or a browser."""
+    from fillpdf_provider.ui import quota_data
+    from fillpdf_provider.ui.quota_page import render
+
+    class Backend:
+        def get_account(self) -> Any:
+            return _account(plan, used)
+
+    monkeypatch.setattr(quota_data, "backend_for", lambda settings, **kw: Backend())
+    row = quota_data.account_row("fillpdf_default", None, MID_JUNE)
+    assert row["error"] is None
+    page = render({"generated_at": "2025-06-16T00:00:00Z", "connections": [row], "recent_runs": []})
+    fields = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', page))
+    return row, {k: html.unescape(v) for k, v in fields.items()}
+
+
+def test_a_hard_stop_plan_is_never_projected_past_its_quota(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 15 of 25 pages in half the month: 30 at this rate, but the developer plan stops at 25.
+    row, fields = _rendered(monkeypatch, "developer", 15)
+    assert row["projected_pages"] == 25
+    assert row["quota_runs_out_at"] == "2025-06-26T00:00:00Z"  # 25 pages at 1 a day
+    assert fields["pages_used"] == "15 of 25"
+    assert fields["projected_at_month_end"] == (
+        "At this rate the quota runs out on 2025-06-26; after that, conversions are refused "
+        "until 2025-07-01 00:00 UTC."
+    )
+    assert "30" not in fields["projected_at_month_end"]
+    assert fields["projected_overage_cost"] == "none: the plan stops at its quota"
+
+
+def test_a_hard_stop_plan_whose_quota_is_used_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    row, fields = _rendered(monkeypatch, "developer", 25)
+    assert row["projected_pages"] == 25
+    assert row["quota_runs_out_at"] == "2025-06-16T00:00:00Z"
+    assert fields["projected_at_month_end"] == (
+        "The quota is used up; conversions are refused until 2025-07-01 00:00 UTC."
+    )
+
+
+def test_a_hard_stop_plan_that_lasts_the_month(monkeypatch: pytest.MonkeyPatch) -> None:
+    row, fields = _rendered(monkeypatch, "developer", 5)
+    assert row["projected_pages"] == 10 and row["quota_runs_out_at"] is None
+    assert fields["projected_at_month_end"] == "10 of 25"
+
+
+def test_a_plan_with_overage_is_projected_past_its_quota(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pro: 40 of 60 in half the month, 80 at month end, 20 pages of overage at $0.90.
+    row, fields = _rendered(monkeypatch, "pro", 40)
+    assert row["projected_pages"] == 80 and row["quota_runs_out_at"] is None
+    assert fields["projected_at_month_end"] == "80"
+    assert fields["projected_overage_cost"] == "$18.00"

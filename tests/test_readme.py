@@ -1,8 +1,9 @@
 """Every command in the README, run as written: the tour's shell blocks in order (in one bash
 session, from a scratch copy of the sample files), the Python blocks, and the two commands.
 
-Two commands can't run verbatim inside the suite: ``make test`` is this suite (its recipe is
-checked with ``make -n``), and the tour's fixed port is swapped for a free one.
+One command can't run verbatim inside the suite: ``make test`` is this suite (its recipe is
+checked with ``make -n``). The tour picks its own free port, so it runs as written even while
+another program holds the port a tour would usually choose.
 ``docker compose`` needs a Docker engine; tests/test_compose.py checks that file instead.
 """
 
@@ -11,12 +12,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from servicekit import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -50,14 +51,42 @@ def test_the_two_commands() -> None:
     assert dry.returncode == 0 and "pytest" in dry.stdout
 
 
+def _hold_port(port: int) -> socket.socket | None:
+    """Listen on ``port`` (as another program would), or None if something already does."""
+    held = socket.socket()
+    try:
+        held.bind(("127.0.0.1", port))
+    except OSError:
+        held.close()
+        return None
+    held.listen()
+    return held
+
+
+def test_the_readme_speaks_of_the_real_plans_and_no_fixed_port() -> None:
+    from fillpdf_provider.service.plans import PLANS
+
+    assert "free plan" not in README.lower() and "free account" not in README.lower()
+    for plan in re.findall(r"--plan (\w+)", README) + re.findall(r"the (\w+) plan\b", README):
+        assert plan in PLANS, plan
+    tour = "\n".join(body for kind, body in BLOCKS[1:] if kind == "sh")
+    assert not re.search(r"--port \d+|127\.0\.0\.1:\d+", tour), "the tour hard-codes a port"
+
+
 def test_the_tour_runs_as_written(tmp_path: Path) -> None:
     work = scratch(tmp_path)
     shell = [body for kind, body in BLOCKS[1:] if kind == "sh"]
-    script = "set -euo pipefail\n" + "\n".join(shell).replace("8765", str(free_port()))
+    script = "set -euo pipefail\n" + "\n".join(shell)  # verbatim: no port swapped
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    done = subprocess.run(
-        ["bash", "-c", script], cwd=work, capture_output=True, text=True, timeout=600, env=env
-    )
+    # Port 8765 (the port the tour once hard-coded) is taken while the tour runs.
+    held = _hold_port(8765)
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=work, capture_output=True, text=True, timeout=300, env=env
+        )
+    finally:
+        if held is not None:
+            held.close()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     tour = work / "tour"
     assert '"conversion_id"' in (tour / "renewal.json").read_text()

@@ -35,11 +35,11 @@ def get_provider_info() -> dict[str, Any]:
                     "mode": {
                         "label": "Mode",
                         "description": "api: call the service at the base URL; embedded: run "
-                        "the engine in the worker (no URL or key needed).",
+                        "the engine in the worker (no URL or key needed). Empty: api when the "
+                        "base URL is set, embedded when it is not.",
                         "schema": {
                             "type": ["string", "null"],
                             "enum": ["api", "embedded"],
-                            "default": "api",
                         },
                     },
                     "timeout": {

@@ -9,7 +9,7 @@ Output is a function of the input alone: the same PDF and fields give the same b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pypdf import PdfReader
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject, NumberObject
@@ -47,17 +47,24 @@ _BLACK = b"0 g"
 _Object = tuple[int, int, bytes]
 
 
-def write_acroform(pdf: PdfInput, fields: Sequence[Detected]) -> bytes:
+def write_acroform(
+    pdf: PdfInput, fields: Sequence[Detected], *, rename_taken: bool = False
+) -> bytes:
     """``pdf`` with ``fields`` as fillable widgets, appended as an incremental update.
 
     Radio buttons sharing a ``name`` become one radio group whose options are their
     ``export`` values. Raises ``FillPdfError`` for fields that cannot be placed (unknown
-    type, missing or clashing name, page out of range, empty rectangle).
+    type, missing or clashing name, page out of range, empty rectangle). With
+    ``rename_taken`` (names the detector chose), a name the PDF's own fields already use
+    gets a free suffix (``name_2``) instead.
     """
     opened = open_pdf(pdf)
     reader = opened.reader
     with reading_pdf():
-        groups = _group(fields, len(reader.pages), _existing_names(reader))
+        taken = _existing_names(reader)
+        if rename_taken and taken:
+            fields = _renamed(fields, taken)
+        groups = _group(fields, len(reader.pages), taken)
         update = _Update(reader, opened.base.size)
         for group in groups:
             update.add_group(group)
@@ -66,6 +73,26 @@ def write_acroform(pdf: PdfInput, fields: Sequence[Detected]) -> bytes:
 
 
 # -- checking the input -------------------------------------------------------------------
+
+
+def _renamed(fields: Sequence[Detected], taken: set[str]) -> list[Detected]:
+    """``fields`` with each name the PDF already uses given the first free ``_2``, ``_3``
+    suffix (a radio group's buttons keep one name between them)."""
+    used = set(taken) | {d.name for d in fields}
+    chosen: dict[str, str] = {}
+    out = []
+    for detected in fields:
+        if detected.name in taken:
+            new = chosen.get(detected.name)
+            if new is None:
+                number = 2
+                while f"{detected.name}_{number}" in used:
+                    number += 1
+                new = chosen[detected.name] = f"{detected.name}_{number}"
+                used.add(new)
+            detected = replace(detected, name=new)
+        out.append(detected)
+    return out
 
 
 def _existing_names(reader: PdfReader) -> set[str]:
@@ -79,7 +106,9 @@ def _group(fields: Sequence[Detected], pages: int, taken: set[str]) -> list[list
         _check_field(detected, pages)
         if detected.name in taken:
             raise FillPdfError(
-                f"The PDF already has a field named {detected.name!r}; rename the new one.",
+                f"The PDF already has a field named {detected.name!r}: give the new field "
+                f"another name in the schema, or leave it out if it is the same field "
+                f"(`fillpdf inspect` lists the {len(taken)} fields the PDF has).",
                 param=detected.name,
             )
         group = groups.setdefault(detected.name, [])

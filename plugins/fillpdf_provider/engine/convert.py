@@ -113,7 +113,8 @@ def convert(
             detected = detect_fields(
                 base, detect, model=model, min_confidence=min_confidence, drawn=drawn
             )
-    output = write_acroform(base, detected) if detected else base
+    # Names the detector chose give way to the form's own; a schema's names are the user's.
+    output = write_acroform(base, detected, rename_taken=wanted is None) if detected else base
     entries = _schema(output, detected)
     ms = round((time.perf_counter() - started) * 1000)
     return ConversionResult(pdf=output, schema=entries, pages=pages, ms=ms)

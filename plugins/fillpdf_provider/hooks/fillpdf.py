@@ -54,11 +54,17 @@ def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
     if conn.host:
         host = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}"
         base_url = f"{host.rstrip('/')}:{conn.port}" if conn.port else host.rstrip("/")
-    if mode == "api" and (not base_url or not conn.password):
+    if mode == "api" and not base_url:
         raise ValueError(
-            f"Connection {conn_id!r} is in api mode but lacks the "
-            f"{'base URL (host)' if not base_url else 'API key (password)'}; set it, or "
-            "leave the host empty to run on the embedded engine."
+            f"Connection {conn_id!r} has mode 'api' but no base URL (host): set the host to "
+            "the service's URL, or set the mode to 'embedded' (or leave it empty) to run the "
+            "engine in the worker."
+        )
+    if mode == "api" and not conn.password:
+        raise ValueError(
+            f"Connection {conn_id!r} calls the service at {base_url} but has no API key "
+            "(password): create one with `fillpdf keys create` and set it, or clear the host "
+            "and the mode to run the engine in the worker."
         )
     timeout = _extra(extra, "timeout")
     return {

@@ -29,10 +29,10 @@ class ConvertOperator(BaseOperator):
     Before anything is uploaded, the pages the run will bill are counted and compared with
     the account (api mode). What happens when they don't fit is ``on_quota``:
 
-    - ``defer`` (default): wait in the triggerer until the quota has room (free plans: the
-      next period), then convert;
+    - ``defer`` (default): wait in the triggerer until the quota has room (the developer
+      plan: the next period), then convert;
     - ``skip``: skip the task; ``fail``: fail it with the numbers;
-    - ``allow_overage``: on paid plans, convert and pay overage, but never past
+    - ``allow_overage``: on plans with overage (pro, scale), convert and pay it, but never past
       ``max_overage_pages`` / ``max_overage_usd`` (then fail before uploading).
 
     A 402 or 429 that still happens (another run spent the quota meanwhile) is handled by

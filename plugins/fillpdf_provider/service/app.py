@@ -662,8 +662,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         if error.status_code == 405:
-            body = ApiError("invalid_request", f"{request.method} is not allowed here.").body()
-            return JSONResponse(body, status_code=405, headers=error.headers)
+            allowed = {k.lower(): v for k, v in (error.headers or {}).items()}.get("allow", "")
+            return _error_response(
+                ApiError(
+                    "method_not_allowed",
+                    f"{request.method} is not allowed here; this path takes {allowed}.",
+                    headers=error.headers,
+                )
+            )
         return _error_response(
             ApiError("not_found", f"No such endpoint: {request.url.path}; see /v1/openapi.json.")
         )

@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from fillpdf_provider.client import FillPdfApiError, FillPdfClient, RetryPolicy
+from fillpdf_provider.client import Account, FillPdfApiError, FillPdfClient, RetryPolicy
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, backend_for, connection_settings
 from fillpdf_provider.quota import projected_month_pages, projected_overage_usd
 
@@ -70,7 +70,8 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
         overage_pages=account.overage_pages,
         overage_rate_usd=account.overage_rate_usd,
         overage_cost_usd=account.overage_cost_usd,
-        projected_pages=projected_month_pages(account, now),
+        projected_pages=_projected_pages(account, now),
+        quota_runs_out_at=quota_runs_out_at(account, now),
         projected_overage_usd=projected_overage_usd(account, now),
         period_start=account.period_start,
         resets_at=account.period_end,
@@ -79,6 +80,39 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
         error=None,
     )
     return row
+
+
+def _projected_pages(account: Account, now: float) -> int | None:
+    """The month-end projection; on a hard-stop plan never past the quota, since the service
+    refuses conversions there."""
+    projected = projected_month_pages(account, now)
+    if projected is not None and account.hard_stop and account.pages_included is not None:
+        return min(projected, account.pages_included)
+    return projected
+
+
+def quota_runs_out_at(account: Account, now: float) -> str | None:
+    """On a hard-stop plan: when the quota runs out at this period's rate so far (now, if it
+    already has), or None if it lasts to the period's end. None on plans without a hard stop."""
+    included = account.pages_included
+    if not account.hard_stop or included is None:
+        return None
+    if account.pages_used >= included:
+        return _iso(now)
+    if not account.pages_used or not account.period_start or not account.period_end:
+        return None
+    start, end = _epoch(account.period_start), _epoch(account.period_end)
+    elapsed = max(now - start, 3600.0)  # as projected_month_pages: an hour's data at least
+    runs_out = start + elapsed * included / account.pages_used
+    return _iso(runs_out) if runs_out < end else None
+
+
+def _epoch(text: str) -> float:
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+
+
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def recent_runs(limit: int = RECENT_RUNS) -> list[dict[str, Any]]:
@@ -127,7 +161,7 @@ def quota_overview(now: float | None = None) -> dict[str, Any]:
     if default not in connections:
         rows.append(account_row(default, None, current))
     return {
-        "generated_at": dt.datetime.fromtimestamp(current, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated_at": _iso(current),
         "connections": rows,
         "recent_runs": recent_runs(),
     }

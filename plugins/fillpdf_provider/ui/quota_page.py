@@ -86,6 +86,30 @@ def _usd(value: Any) -> str:
     return "—" if value is None else f"${value:,.2f}"
 
 
+def _day(iso: str | None, with_time: bool = False) -> str:
+    """``2025-06-21T14:03:00Z`` as ``2025-06-21`` (or ``2025-06-21 14:03 UTC``)."""
+    if not iso:
+        return "—"
+    return f"{iso[:10]} {iso[11:16]} UTC" if with_time else iso[:10]
+
+
+def _projection(row: dict[str, Any]) -> str:
+    """The month-end projection; a hard-stop plan never goes past its quota, so there it says
+    when the quota runs out at this rate and that conversions are refused until the reset."""
+    included = row["pages_included"]
+    if not row.get("hard_stop") or included is None:
+        return _number(row["projected_pages"])
+    reset = _day(row["resets_at"], with_time=True)
+    if row["pages_used"] >= included:
+        return f"The quota is used up; conversions are refused until {reset}."
+    if row.get("quota_runs_out_at"):
+        return (
+            f"At this rate the quota runs out on {_day(row['quota_runs_out_at'])}; after that, "
+            f"conversions are refused until {reset}."
+        )
+    return f"{_number(row['projected_pages'])} of {included:,}"
+
+
 def _card(row: dict[str, Any]) -> str:
     e = html.escape
     conn_id = e(str(row["conn_id"]))
@@ -107,7 +131,7 @@ def _card(row: dict[str, Any]) -> str:
         ("Plan", row["plan"]),
         ("Pages used", _number(used) if included is None else f"{_number(used)} of {included:,}"),
         ("Remaining", _number(row["pages_remaining"])),
-        ("Projected at month end", _number(row["projected_pages"])),
+        ("Projected at month end", _projection(row)),
         (
             "Overage so far",
             # no quota (the embedded engine): there is nothing to go over
@@ -115,7 +139,14 @@ def _card(row: dict[str, Any]) -> str:
             if included is None
             else f"{_number(row['overage_pages'])} pages, {_usd(row['overage_cost_usd'])}",
         ),
-        ("Projected overage cost", "—" if included is None else _usd(row["projected_overage_usd"])),
+        (
+            "Projected overage cost",
+            "—"
+            if included is None
+            else "none: the plan stops at its quota"
+            if row.get("hard_stop")
+            else _usd(row["projected_overage_usd"]),
+        ),
         ("Resets", row["resets_at"] or "—"),
         ("Rate limit", _number(row["rate_limit_per_minute"], " / min")),
         ("Service", row["base_url"] or "embedded engine"),
