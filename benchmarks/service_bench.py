@@ -523,7 +523,7 @@ class BareServer:
 def start_bare(workdir: Path, pdf: bytes, settings: dict[str, Any]) -> BareServer:
     """Start the bare app with ``settings`` (port included), serving ``pdf``; wait until it
     answers ``GET /v1/account``."""
-    import httpx
+    from servicekit import wait_until_answering
 
     from benchmarks.bare_app import PDF_VARIABLE
 
@@ -539,21 +539,8 @@ def start_bare(workdir: Path, pdf: bytes, settings: dict[str, Any]) -> BareServe
             command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT
         )
     server = BareServer(f"http://{settings['host']}:{settings['port']}", process, log_file)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"the bare app exited with {process.returncode}: "
-                + " | ".join(server.log_lines()[-10:])
-            )
-        try:
-            if httpx.get(f"{server.base_url}/v1/account", timeout=2).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError("the bare app did not answer within 60 s")
+    wait_until_answering(server, process, "/v1/account", "the bare app")
+    return server
 
 
 # --------------------------------------------------------------------------- report

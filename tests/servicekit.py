@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from flatkit import flat_form  # noqa: F401 - re-exported: the service tests build forms with it
@@ -146,22 +147,31 @@ def start_server(
     with log_file.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
     server = Server(f"http://127.0.0.1:{port}", data_dir, url, clock_file, log_file, process)
+    wait_until_answering(server, process, "/v1/openapi.json", "fillpdf serve")
+    return server
+
+
+def wait_until_answering(
+    server: Any, process: subprocess.Popen[bytes], path: str, what: str
+) -> None:
+    """Wait until ``server`` (with ``base_url``, ``log_lines()`` and ``stop()``) answers 200
+    on ``path``; if its process exits or the wait runs out, stop it and say why, with the end
+    of its log."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(
-                f"fillpdf serve exited with {process.returncode}:\n"
-                + "\n".join(server.log_lines()[-30:])
+                f"{what} exited with {process.returncode}:\n" + "\n".join(server.log_lines()[-30:])
             )
         try:
-            if httpx.get(f"{server.base_url}/v1/openapi.json", timeout=2).status_code == 200:
-                return server
+            if httpx.get(f"{server.base_url}{path}", timeout=2).status_code == 200:
+                return
         except httpx.TransportError:
             pass
         time.sleep(0.1)
     server.stop()
     raise RuntimeError(
-        "fillpdf serve did not answer within 60 s:\n" + "\n".join(server.log_lines()[-30:])
+        f"{what} did not answer within {START_TIMEOUT:g} s:\n" + "\n".join(server.log_lines()[-30:])
     )
 
 

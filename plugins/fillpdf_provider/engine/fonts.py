@@ -670,22 +670,13 @@ def _unhinted(data: bytes) -> bytes:
         at = 10 + 2 * contours
         length = struct.unpack_from(">H", data, at)[0]
         return data[:at] + b"\0\0" + data[at + 2 + length :] if length else data
-    patched, pos, instructions = bytearray(data), 10, False
-    while True:
-        flags = struct.unpack_from(">H", data, pos)[0]
+    records, end = _component_records(data)
+    patched, instructions = bytearray(data), False
+    for at, flags, _ in records:
         if flags & 0x0100:  # WE_HAVE_INSTRUCTIONS
-            patched[pos : pos + 2] = struct.pack(">H", flags & ~0x0100)
+            patched[at : at + 2] = struct.pack(">H", flags & ~0x0100)
             instructions = True
-        pos += 4 + (4 if flags & 0x0001 else 2)
-        if flags & 0x0008:
-            pos += 2
-        elif flags & 0x0040:
-            pos += 4
-        elif flags & 0x0080:
-            pos += 8
-        if not flags & 0x0020:  # MORE_COMPONENTS
-            break
-    return bytes(patched[:pos]) if instructions else data
+    return bytes(patched[:end]) if instructions else data
 
 
 def unicode_missing(text: str) -> str:
@@ -845,15 +836,16 @@ class FontRefs(NamedTuple):
         return cls(number, number + 1, number + 2, number + 3, number + 4)
 
 
-def _components(data: bytes) -> list[tuple[int, int]]:
-    """(offset of the glyph index, glyph index) of each component of a composite glyph."""
-    found: list[tuple[int, int]] = []
+def _component_records(data: bytes) -> tuple[list[tuple[int, int, int]], int]:
+    """(offset, flags, glyph index) of each component record of a composite glyph, and
+    where the records end (before any instructions); ``([], 0)`` for a simple glyph."""
     if len(data) < 10 or struct.unpack(">h", data[:2])[0] >= 0:
-        return found
+        return [], 0
+    records: list[tuple[int, int, int]] = []
     pos = 10
     while True:
         flags, component = struct.unpack(">HH", data[pos : pos + 4])
-        found.append((pos + 2, component))
+        records.append((pos, flags, component))
         pos += 4 + (4 if flags & 0x0001 else 2)
         if flags & 0x0008:
             pos += 2
@@ -861,8 +853,13 @@ def _components(data: bytes) -> list[tuple[int, int]]:
             pos += 4
         elif flags & 0x0080:
             pos += 8
-        if not flags & 0x0020:
-            return found
+        if not flags & 0x0020:  # MORE_COMPONENTS
+            return records, pos
+
+
+def _components(data: bytes) -> list[tuple[int, int]]:
+    """(offset of the glyph index, glyph index) of each component of a composite glyph."""
+    return [(at + 2, component) for at, _, component in _component_records(data)[0]]
 
 
 def _with_components(g: _Glyphs, gids: set[int]) -> set[int]:
