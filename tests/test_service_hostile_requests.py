@@ -197,6 +197,21 @@ def _wait_for_log(server: Server, since: int, message: str, timeout: float = 10.
     raise AssertionError(f"no {message!r} in the log:\n" + "\n".join(server.log_lines()[since:]))
 
 
+def _wait_for_request(server: Server, since: int, request_id: str) -> list[dict]:
+    """The log entries of one request, once its "request" line is written. That line comes
+    after the answer is sent, so an earlier request's line can land after ``since``: entries
+    are told apart by request id, not by position."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        mine = [e for e in new_log_entries(server, since) if e.get("request_id") == request_id]
+        if any(e["message"] == "request" for e in mine):
+            return mine
+        time.sleep(0.1)
+    raise AssertionError(
+        f"no request line for {request_id}:\n" + "\n".join(server.log_lines()[since:])
+    )
+
+
 @pytest.mark.parametrize("path", ["/v1/convert", "/v1/fill"])
 def test_a_body_cut_short_is_400_logged_at_info_and_leaves_nothing(
     server: Server, key: str, path: str
@@ -219,13 +234,8 @@ def test_a_body_cut_short_is_400_logged_at_info_and_leaves_nothing(
     cut = next(e for e in entries if e["message"].startswith("client closed"))
     assert cut["level"] == "info" and cut["path"] == path
     assert cut["received"] <= len(body) and cut["content_length"] == str(len(body) + 50_000)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        requests = [e for e in new_log_entries(server, since) if e["message"] == "request"]
-        if requests:
-            break
-        time.sleep(0.1)
-    assert [(e["path"], e["status"]) for e in requests] == [(path, 400)]
+    mine = _wait_for_request(server, since, cut["request_id"])
+    assert [(e["path"], e["status"]) for e in mine if e["message"] == "request"] == [(path, 400)]
     assert not [e for e in new_log_entries(server, since) if e["level"] in ("error", "critical")]
     assert not list((server.data_dir / "uploads").iterdir())
     with server.client(key) as client:
@@ -278,9 +288,9 @@ def test_a_body_trickled_at_one_byte_a_second_gets_408(server: Server, key: str,
     assert headers["connection"] == "close"
     error = json.loads(answer)["error"]
     assert error["type"] == "request_timeout" and "KiB/s" in error["message"]
-    entries = new_log_entries(server, since)
-    assert [e["status"] for e in entries if e["message"] == "request"] == [408]
-    assert any(e["message"] == "request body too slow" for e in entries)
+    mine = _wait_for_request(server, since, headers["x-request-id"])
+    assert [e["status"] for e in mine if e["message"] == "request"] == [408]
+    assert any(e["message"] == "request body too slow" for e in mine)
     assert not list((server.data_dir / "uploads").iterdir())
     with server.client(key) as client:  # still serving, and a normal upload still works
         response = client.post("/v1/convert", files={"file": ("f.pdf", flat_form(2))})
