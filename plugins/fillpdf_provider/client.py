@@ -262,6 +262,38 @@ class Account:
         return cls(**values, extra={k: v for k, v in data.items() if k not in known})
 
 
+@dataclass(frozen=True)
+class RateLimit:
+    """The key's rate-limit window as the last answer gave it (``X-RateLimit-*``)."""
+
+    limit: int
+    remaining: int
+    resets_at: float
+    """Epoch second when the window ends, on this machine's clock: the server's reset less
+    the server's ``Date``, so the two clocks need not agree."""
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str], now: float) -> RateLimit | None:
+        lowered = {k.lower(): v.strip() for k, v in headers.items()}
+        values = [
+            lowered.get(f"x-ratelimit-{name}", "") for name in ("limit", "remaining", "reset")
+        ]
+        if not all(v.isdigit() for v in values):
+            return None
+        limit, remaining, reset = (int(v) for v in values)
+        server_now = _http_date(lowered.get("date", "")) or now
+        return cls(limit, remaining, now + min(max(reset - server_now, 0.0), 3600.0))
+
+
+def _http_date(text: str) -> float | None:
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
 # --------------------------------------------------------------------------- retries
 
 
@@ -371,6 +403,9 @@ class _Attempts:
 
     def answered(self, response: httpx.Response) -> float | None:
         """Seconds to wait before retrying, or None when ``response`` is the answer."""
+        rate = RateLimit.from_headers(response.headers, time.time())
+        if rate is not None:
+            self.client.rate_limit = rate
         wait = _retry_wait(self.client.retry, self.attempt, response, None)
         if wait is None:
             _raise_for(response)
@@ -475,6 +510,8 @@ class _Base:
             raise ValueError("api_key is required; create one with `fillpdf keys create`.")
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
+        self.rate_limit: RateLimit | None = None
+        """The rate-limit window of the last answer that gave one."""
         self._timeout = (
             timeout
             if isinstance(timeout, httpx.Timeout)

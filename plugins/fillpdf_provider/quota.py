@@ -111,13 +111,14 @@ def projected_month_pages(account: Account, now: float | None = None) -> int | N
 
     if not account.period_start or not account.period_end:
         return None
-    start, end = _epoch(account.period_start), _epoch(account.period_end)
+    start, end = epoch_of(account.period_start), epoch_of(account.period_end)
     current = now if now is not None else time.time()
     elapsed = max(current - start, 3600.0)  # an hour's data before extrapolating
     return round(account.pages_used * (end - start) / elapsed)
 
 
-def _epoch(text: str) -> float:
+def epoch_of(text: str) -> float:
+    """An API timestamp (ISO 8601 UTC, ``2026-12-01T00:00:00Z``) in epoch seconds."""
     import datetime as dt
 
     return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()

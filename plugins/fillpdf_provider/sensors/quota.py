@@ -17,7 +17,9 @@ from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger
 class FillPdfQuotaSensor(BaseSensorOperator):
     """Wait until ``pages`` (or the pages of ``pdfs``) fit in the account's quota.
 
-    Deferrable by default: the wait happens in the triggerer, not in a worker slot.
+    Deferrable by default: the wait happens in the triggerer, not in a worker slot, looking
+    at the account every ``poke_interval`` seconds but never faster than half the plan's rate
+    limit allows, and logging each wait with its reason and the time of the next look.
 
     :param pages: pages the coming conversions will bill; or give ``pdfs`` to count them.
     :param pdfs: paths, globs or URIs of the PDFs to convert. Templated.

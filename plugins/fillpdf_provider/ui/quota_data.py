@@ -10,7 +10,7 @@ from typing import Any
 
 from fillpdf_provider.client import Account, FillPdfApiError, FillPdfClient, RetryPolicy
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, backend_for, connection_settings
-from fillpdf_provider.quota import projected_month_pages, projected_overage_usd
+from fillpdf_provider.quota import epoch_of, projected_month_pages, projected_overage_usd
 
 RECENT_RUNS = 20
 
@@ -101,14 +101,10 @@ def quota_runs_out_at(account: Account, now: float) -> str | None:
         return _iso(now)
     if not account.pages_used or not account.period_start or not account.period_end:
         return None
-    start, end = _epoch(account.period_start), _epoch(account.period_end)
+    start, end = epoch_of(account.period_start), epoch_of(account.period_end)
     elapsed = max(now - start, 3600.0)  # as projected_month_pages: an hour's data at least
     runs_out = start + elapsed * included / account.pages_used
     return _iso(runs_out) if runs_out < end else None
-
-
-def _epoch(text: str) -> float:
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
 
 
 def _iso(epoch: float) -> str:
