@@ -10,13 +10,15 @@ Other tools call these forms, so their arguments and outputs are kept stable:
                  [--overflow error|shrink|truncate] [--min-font-size PT]
     fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
                   [--flatten] [--overflow error|shrink|truncate] [--min-font-size PT]
+                  [--progress auto|bar|lines|off | --no-progress] [--progress-every SECONDS]
     fillpdf serve --data-dir DIR [--host 127.0.0.1] [--port 8000] [--database-url URL]
                   [--workers N] [--public-url URL]
     fillpdf keys create --plan developer|pro|scale|enterprise --data-dir DIR
     fillpdf keys list|revoke KEY_ID --data-dir DIR
 
 Errors go to stderr as one line that says what to do; the exit status is 1 for bad input,
-2 for bad usage.
+2 for bad usage. A batch shows its progress on stderr too: a bar on a terminal, plain lines
+in a log or a pipe.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from fillpdf_provider import __version__
 from fillpdf_provider.engine.errors import FillPdfError, TextOverflowError
@@ -74,6 +76,16 @@ def _font_size(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a size from {FONT_SIZES[0]:g} to {FONT_SIZES[1]:g} pt"
         )
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
     return value
 
 
@@ -209,41 +221,105 @@ def _cmd_fill(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Progress:
-    """A one-line progress display on a terminal; silent elsewhere."""
+#: ``batch --progress`` choices; ``auto`` is a bar on a terminal and plain lines elsewhere.
+PROGRESS_MODES = ("auto", "bar", "lines", "off")
+#: The bar is redrawn at most this often (seconds): ten times a second reads as live.
+BAR_INTERVAL = 0.1
 
-    def __init__(self, total: int | None) -> None:
-        self.total = total
-        self.live = sys.stderr.isatty()
+
+def _progress_mode(choice: str, stream: TextIO) -> str:
+    """``auto`` draws a bar only where a carriage return redraws it in place: a terminal,
+    and not one that declares itself dumb (``TERM=dumb``). Elsewhere (a log file, a pipe,
+    CI) plain lines."""
+    if choice != "auto":
+        return choice
+    terminal = stream.isatty() and os.environ.get("TERM", "") != "dumb"
+    return "bar" if terminal else "lines"
+
+
+def _columns(stream: TextIO) -> int:
+    """The terminal's width; ``COLUMNS`` or 80 where it cannot be told (a pipe, a pty of
+    no size)."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        columns = 0
+    if columns <= 0:
+        text = os.environ.get("COLUMNS", "")
+        columns = int(text) if text.isdigit() and int(text) > 0 else 80
+    return columns
+
+
+class _Progress:
+    """How far a batch is, on stderr: a bar redrawn in place, plain lines, or nothing.
+
+    The bar uses carriage returns and spaces only, no colour or other escape codes; it is
+    never wider than the terminal (a wrapped line could not be redrawn) and ends with a
+    line feed, so what is printed after it starts on a line of its own. Lines say the same
+    in words, every ``every`` seconds: a log keeps them all.
+    """
+
+    def __init__(
+        self, mode: str, total: int | None, every: float, stream: TextIO | None = None
+    ) -> None:
+        self.mode, self.total = mode, total
+        self.every = BAR_INTERVAL if mode == "bar" else every
+        self.stream = stream or sys.stderr
+        self.shown = False  # a line has been written
+        self.open = False  # a bar is drawn and not yet ended with a line feed
+        self.width = 0  # characters of the bar on screen, blanked by a shorter redraw
 
     def __call__(self, summary: BatchSummary, seconds: float) -> None:
-        if not self.live:
-            return
-        done = summary.rows
-        rate = done / seconds if seconds else 0.0
-        if self.total:
-            eta = (self.total - done) / rate if rate else 0.0
-            bar = "#" * int(30 * done / self.total)
-            line = f"[{bar:<30}] {done}/{self.total} rows  {rate:,.0f} rows/s  ETA {eta:,.0f}s"
-        else:
-            line = f"{done} rows  {rate:,.0f} rows/s"
-        sys.stderr.write("\r" + line)
-        sys.stderr.flush()
+        if self.mode == "bar":
+            self._draw_bar(summary, seconds)
+        elif self.mode == "lines" and (self.shown or not summary.finished):
+            # a batch over before its first line needs no last one: the summary says it
+            line = f"fillpdf batch: {summary.progress_line(seconds, self.total)}\n"
+            self.stream.write(line)
+            self.stream.flush()
+            self.shown = True
+
+    def _draw_bar(self, summary: BatchSummary, seconds: float) -> None:
+        room = _columns(self.stream) - 1  # a character in the last column may wrap the line
+        counts, failed, rate, time_left = summary.progress_parts(seconds, self.total)
+        for parts in ([counts, failed, rate, time_left], [counts, failed, time_left],
+                      [counts, failed], [counts]):  # fmt: skip
+            text = "  ".join(parts)
+            if len(text) <= room:
+                break
+        text = text[:room]
+        cells = min(30, room - len(text) - 3)
+        if self.total and cells >= 10:
+            done = cells * min(summary.rows, self.total) // self.total
+            text = f"[{'#' * done}{'.' * (cells - done)}] {text}"
+        self.stream.write("\r" + text.ljust(min(self.width, room)))
+        self.width = len(text)
+        if summary.finished:
+            self.stream.write("\n")
+            self.width = 0
+        self.stream.flush()
+        self.open = not summary.finished
 
     def close(self) -> None:
-        if self.live:
-            sys.stderr.write("\n")
+        """End a bar left unfinished (a batch stopped by a bad row or Ctrl-C) with a line
+        feed, so the error after it is not written over it."""
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.appearance import Fit
-    from fillpdf_provider.engine.batch import count_rows, fill_rows
+    from fillpdf_provider.engine.batch import fill_rows, total_rows
     from fillpdf_provider.engine.filler import Template
 
     fit = Fit(args.overflow, args.min_font_size)
     template = Template(args.form)
     _note_repairs(args.form, template.repaired)
-    progress = _Progress(count_rows(args.rows))
+    mode = _progress_mode(args.progress, sys.stderr)
+    total = total_rows(args.rows) if mode != "off" else None
+    progress = _Progress(mode, total, args.progress_every)
     try:
         summary = fill_rows(
             template,
@@ -252,8 +328,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             name_template=args.name_template,
             flatten=args.flatten,
             on_error=args.on_error,
-            progress=progress,
-            progress_every=0.25,
+            progress=None if mode == "off" else progress,
+            progress_every=progress.every,
             require=args.require,
             fit=fit,
         )
@@ -470,6 +546,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="a row that leaves a field the form marks required empty is a bad row",
     )
     _fit_flags(p)
+    p.add_argument(
+        "--progress",
+        choices=PROGRESS_MODES,
+        default="auto",
+        help="how stderr shows progress: auto (default): a bar redrawn in place on a "
+        "terminal, plain lines elsewhere (a log, a pipe, CI, TERM=dumb); bar; lines; off",
+    )
+    p.add_argument(
+        "--no-progress", dest="progress", action="store_const", const="off",
+        help="no progress on stderr (--progress off)",
+    )  # fmt: skip
+    p.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="plain lines: one every SECONDS (default 10); the bar redraws up to 10 times a second",
+    )
     p.set_defaults(run=_cmd_batch)
 
     p = commands.add_parser("serve", help="run the FillPDF HTTP API (/v1)")

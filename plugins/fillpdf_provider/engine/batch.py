@@ -34,7 +34,7 @@ from fillpdf_provider.engine.coerce import (
     no_column_matches,
 )
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
-from fillpdf_provider.engine.filler import Template, write_atomic
+from fillpdf_provider.engine.filler import Template, new_file_mode, write_atomic
 
 MANIFEST_NAME = "manifest.parquet"
 MANIFEST_SCHEMA = pa.schema(
@@ -67,10 +67,34 @@ class BatchSummary:
     unfilled_fields: list[str] = field(default_factory=list)
     errors: list[dict[str, object]] = field(default_factory=list)  # the first few, for humans
     cut: int = 0  # rows whose text the overflow policy cut to fit
+    finished: bool = False  # every row is done: the last progress report says so
 
     @property
     def rows_per_second(self) -> float:
         return self.rows / self.seconds if self.seconds else 0.0
+
+    def progress_parts(self, seconds: float, total: int | None = None) -> list[str]:
+        """What a progress report says, most needed first, so a narrow display can drop
+        from the end: rows done (of how many), failures so far, rate, and time left (or,
+        once finished, taken)."""
+        done = self.rows
+        rate = done / seconds if seconds > 0 else 0.0
+        counts = f"{done:,} rows"
+        if total:
+            counts = f"{done:,}/{total:,} rows ({min(100, 100 * done // total)}%)"
+        parts = [counts, f"{self.failed:,} failed", f"{rate:,.{1 if rate < 10 else 0}f} rows/s"]
+        if self.finished:
+            taken = f"{seconds:.1f}s" if seconds < 60 else _duration(seconds)
+            parts.append(f"done in {taken}")
+        elif total and rate:
+            parts.append(f"ETA {_duration(max(total - done, 0) / rate)}")
+        else:
+            parts.append(f"{_duration(seconds)} so far")
+        return parts
+
+    def progress_line(self, seconds: float, total: int | None = None) -> str:
+        """One plain line of progress, for a log: ``1,200/5,000 rows (24%), 3 failed, ...``."""
+        return ", ".join(self.progress_parts(seconds, total))
 
     def line(self) -> str:
         cut = f", {self.cut} with text cut to fit" if self.cut else ""
@@ -94,6 +118,16 @@ class BatchSummary:
             "cut": self.cut,
             "errors": self.errors,
         }
+
+
+def _duration(seconds: float) -> str:
+    """``9s``, ``17m22s``, ``11h34m``: as precise as a person reading an estimate needs."""
+    whole = int(seconds + 0.5)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 class OutputSink(Protocol):
@@ -183,12 +217,27 @@ def _split(batch: pa.RecordBatch, rows: int) -> Iterator[pa.RecordBatch]:
         yield batch.slice(start, rows)
 
 
-def count_rows(path: str | os.PathLike[str]) -> int | None:
-    """Rows in a Parquet file from its footer; None for CSV (unknown without reading it)."""
+def count_rows(path: str | os.PathLike[str], *, scan: bool = False) -> int | None:
+    """Rows in a Parquet file from its footer; a CSV's only with ``scan`` (read once,
+    streamed: far quicker than filling its rows), else None."""
     path = Path(path)
     if path.suffix.lower() in (".parquet", ".pq"):
         return pq.ParquetFile(path).metadata.num_rows
-    return None
+    if not scan:
+        return None
+    return sum(batch.num_rows for batch in read_batches(path, batch_rows=65536))
+
+
+def total_rows(path: str | os.PathLike[str]) -> int | None:
+    """The rows a batch of ``path`` will fill, for progress only; None when that cannot be
+    told (a pipe, which counting would drain, or a file ``fill_rows`` will refuse with its
+    own message)."""
+    if not Path(path).is_file():
+        return None
+    try:
+        return count_rows(path, scan=True)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
 
 
 class OutputNames:
@@ -255,7 +304,7 @@ def fill_rows(
     ``template`` is anything with ``fields``, ``date_format``, ``fill`` and ``page_count``
     (a ``Template``, or a stand-in that fills through the API).
     ``progress(summary, seconds)`` is called at most every ``progress_every`` seconds while
-    rows are filled, and once at the end.
+    rows are filled, and once at the end, with ``summary.finished`` set.
     ``fit`` is the overflow policy for text too long for its box (``Fit``: by default a
     row with such a value is a bad row); the manifest's ``cut`` lists the fields it cut.
     """
@@ -342,6 +391,7 @@ def fill_rows(
             manifest.close()
         else:
             manifest.discard()
+    summary.finished = True
     if progress is not None:
         progress(summary, summary.seconds)
     return summary
@@ -410,7 +460,11 @@ def _check_required(
 
 
 class _ManifestWriter:
-    """Appends manifest rows to a local Parquet file in groups; published whole on close."""
+    """Appends manifest rows to a local Parquet file in groups; published whole on close.
+
+    The file is private (0600) while it is built and gets the umask's mode, like every other
+    output, only when it is whole.
+    """
 
     def __init__(self, sink: OutputSink, name: str, group: int = 4096) -> None:
         self.sink, self.name = sink, name
@@ -442,6 +496,7 @@ class _ManifestWriter:
         try:
             self._flush()
             self.writer.close()
+            os.chmod(self.temp, new_file_mode())
             self.sink.publish(self.name, self.temp)
         finally:
             self.temp.unlink(missing_ok=True)

@@ -852,6 +852,28 @@ def create_temp(folder: str | os.PathLike[str] | None, prefix: str, suffix: str)
     raise FileExistsError(f"No free temporary file name in {folder}")
 
 
+def new_file_mode() -> int:
+    """The mode ``open(path, "wb")`` gives a new file: 0o666 less the umask. A file built
+    private (``mkstemp`` makes it 0600) takes this mode when it is published, so that once
+    it is whole it is as readable as every other output beside it."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system tells it (setting it,
+    even for a moment, races with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)  # private meanwhile: a file another thread creates now is 0600
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
     file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``)."""

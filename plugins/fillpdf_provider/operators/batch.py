@@ -11,7 +11,7 @@ each live in object storage: no task reads a local disk another task wrote.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ from fillpdf_provider.engine.batch import (
     OutputNames,
     fill_rows,
     read_batches,
+    total_rows,
 )
-from fillpdf_provider.engine.batch import count_rows as count_parquet_rows
+from fillpdf_provider.engine.batch import count_rows as count_local_rows
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
 from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
 from fillpdf_provider.storage import Store, readable
@@ -44,10 +45,7 @@ SHOWN_ERRORS = 10  # failed rows named in a log or an exception; the rest are co
 def count_rows(rows: str, conn_id: str | None = None) -> int:
     """Rows in a CSV or Parquet file (Parquet from its footer; CSV read once, streamed)."""
     with readable(rows, conn_id) as path:
-        footer = count_parquet_rows(path)
-        if footer is not None:
-            return footer
-        return sum(batch.num_rows for batch in read_batches(path, batch_rows=65536))
+        return count_local_rows(path, scan=True) or 0
 
 
 def plan_chunks(
@@ -335,11 +333,10 @@ class BatchFillOperator(BaseOperator):
         chunk = dict(self.chunk) if self.chunk else None
         label = f"chunk {chunk['index']} (rows {chunk['first']}-{chunk['stop'] - 1})" if chunk \
             else "batch"  # fmt: skip
-        total = (chunk["stop"] - chunk["first"]) if chunk else None
         flatten = self.flatten or self.output_format == "merged"
         manifest = f"{CHUNK_MANIFESTS}/{chunk_manifest_name(chunk)}" if chunk else MANIFEST_NAME
         store = Store(self.output_dir, self.storage_conn_id, batched=True)
-        options = {
+        options: dict[str, Any] = {
             "name_template": self.name_template,
             "flatten": flatten,
             "on_error": self.on_error,
@@ -347,11 +344,12 @@ class BatchFillOperator(BaseOperator):
             "fit": fit,
             "batch_rows": self.batch_rows,
             "mapping": self.mapping,
-            "progress": self._progress(label, total),
             "progress_every": float(self.progress_every),
             "row_range": (chunk["first"], chunk["stop"]) if chunk else None,
         }
         with readable(self.rows, self.storage_conn_id) as rows_path:
+            total = (chunk["stop"] - chunk["first"]) if chunk else total_rows(rows_path)
+            options["progress"] = self._progress(label, total)
             if self.output_format == "files":
                 summary = fill_rows(form, rows_path, store, manifest_name=manifest, **options)
             else:
@@ -378,14 +376,11 @@ class BatchFillOperator(BaseOperator):
                                   self.max_failed_rows, result["manifest"])  # fmt: skip
         return result
 
-    def _progress(self, label: str, total: int | None):
+    def _progress(self, label: str, total: int | None) -> Callable[[BatchSummary, float], None]:
+        """Plain progress lines for the task log (no terminal: nothing redrawn in place)."""
+
         def report(summary: BatchSummary, seconds: float) -> None:
-            done = summary.rows
-            rate = done / seconds if seconds else 0.0
-            eta = f", ETA {(total - done) / rate:,.0f} s" if total and rate else ""
-            of = f"/{total:,}" if total else ""
-            self.log.info("%s: %s rows, %s rows/s%s, %s failed", label, f"{done:,}{of}",
-                          f"{rate:,.0f}", eta, f"{summary.failed:,}")  # fmt: skip
+            self.log.info("%s: %s", label, summary.progress_line(seconds, total))
 
         return report
 
