@@ -75,9 +75,19 @@ def only_failure(report: QualityReport) -> tuple[str, str | None, tuple[int, ...
 
 
 def assert_named(report: QualityReport, column: str, rows: tuple[int, ...]) -> None:
+    """The summary names the column (a schema's key) and the rows it saw: row ids, a schema's
+    entries as schema[i], a manifest's own row numbers as the values they are."""
     summary = report.summary()
+    if report.kind == "schema":
+        key = "rect" if "," in column else column  # a rect's edge checks name the rect
+        assert f"- key {key!r}: " in summary, summary
+        for row in rows:
+            assert f"schema[{row - 1}]" in summary, summary
+        return
     assert f"column {column!r}" in summary, summary
-    if rows:
+    if rows and column == "row":
+        assert all(str(row) in summary.splitlines()[1] for row in rows), summary
+    elif rows:
         label = "row" if len(rows) == 1 else "rows"
         assert f"{label} {', '.join(map(str, rows))}" in summary, summary
 
@@ -195,11 +205,12 @@ def test_a_bad_csv_is_reported_by_column_and_row(form: Template, tmp_path: Path)
     lines = report.summary().splitlines()
     assert lines[0].startswith(f"Input rows check of {path} FAILED: 2 of ")
     assert lines[1] == (
-        "- column 'country' is missing: a column fills the form's field 'country' "
-        "[expect_column_to_exist]"
+        "- column 'country' is missing: no column fills the form's field 'country'. Add a "
+        "column named 'country' (or map one to it with mapping=), or leave 'country' out of "
+        "require_columns. [expect_column_to_exist]"
     )
     assert "column 'newsletter': 2 of 25 rows" in lines[2]
-    assert "rows 2, 9; values 'maybe', 'perhaps'" in lines[2]
+    assert "'maybe' (row 2), 'perhaps' (row 9). Write true/false" in lines[2]
 
 
 # --------------------------------------------------------------------------- schema
@@ -353,7 +364,7 @@ def test_each_manifest_expectation_fails_on_its_bad_manifest(
     if column:
         assert_named(report, column, rows)
     else:
-        assert "table: one row per input row (25); found 24" in report.summary()
+        assert "manifest: expected one row per input row (25), found 24" in report.summary()
 
 
 def test_rows_that_fill_the_same_values_may_share_a_sha256(filled: Path, form: Template) -> None:
@@ -380,7 +391,7 @@ def test_enforce_saves_json_and_fails_the_task_with_the_summary(
         enforce(report, save_to=target)
     message = str(raised.value)
     assert message == report.summary()
-    assert "column 'newsletter'" in message and "row 2; values 'maybe'" in message
+    assert "column 'newsletter'" in message and "'maybe' (row 2)" in message
     assert message.endswith(f"Results: {target}")
     saved = json.loads(target.read_text())
     assert saved["success"] is False and saved["failed"] == 1
@@ -433,6 +444,6 @@ def test_operators_pass_on_good_data(filled: Path, tmp_path: Path) -> None:
 def test_operator_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="kind must be one of"):
         QualityCheckOperator(task_id="x", kind="rows")
-    with pytest.raises(ValueError, match="needs template and rows"):
+    with pytest.raises(ValueError, match=r"needs template= \(.*\) and rows= \("):
         QualityCheckOperator(task_id="x", kind="input")
     assert set(QualityCheckOperator.template_fields) >= {"template", "rows", "output_dir"}

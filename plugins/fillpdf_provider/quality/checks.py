@@ -1,11 +1,15 @@
 """The three checks: a conversion schema, input rows against a form, a fill's manifest.
 
 Each builds its frame and suite, runs GX and returns a ``QualityReport``. None of them fails
-a task by itself (``enforce`` does), so tests, scripts and DAGs share them.
+a task by itself (``enforce`` does), so tests, scripts and DAGs share them. Each runs with
+GX's own log lines held back (``quiet_gx``), and its report quotes the values as the rows
+or the schema hold them, not as the suite compared them (trimmed, lowercased, as floats).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -14,10 +18,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from fillpdf_provider.engine.coerce import map_columns
+from fillpdf_provider.engine.coerce import map_columns, near_fields, normalise, to_text
 from fillpdf_provider.engine.errors import FieldValueError
 from fillpdf_provider.engine.schema import Field
-from fillpdf_provider.quality.context import validate
+from fillpdf_provider.quality.context import quiet_gx, validate
 from fillpdf_provider.quality.frames import (
     ROW,
     RowsSource,
@@ -29,10 +33,13 @@ from fillpdf_provider.quality.frames import (
     text_frame,
     values_key,
 )
-from fillpdf_provider.quality.report import QualityReport, enforce
+from fillpdf_provider.quality.report import Failure, QualityReport, enforce
 from fillpdf_provider.quality.suites import input_suite, manifest_suite, schema_suite
 
 SchemaEntries = Sequence[Field | Mapping[str, Any]]
+INSPECT = "`fillpdf inspect FORM.pdf` lists the fields."
+SCHEMA_DEFAULTS = {"page": 0, "confidence": 1.0}  # as schema_frame reads an entry without them
+RECT_EDGES = {"x0", "y0", "x1", "y1", "page_left", "page_bottom", "page_right", "page_top"}
 
 
 def fields_of(template_fields: Any) -> list[Field]:
@@ -42,7 +49,7 @@ def fields_of(template_fields: Any) -> list[Field]:
 
 
 def schema_check(
-    schema: SchemaEntries, page_sizes: Sequence[Sequence[float]], *, source: str = "schema"
+    schema: SchemaEntries, page_sizes: Sequence[Sequence[float]], *, source: str = "a schema"
 ) -> QualityReport:
     """Check a conversion schema against its document.
 
@@ -50,8 +57,12 @@ def schema_check(
     ``(left, bottom, right, top)`` in PDF points (see ``frames.page_boxes``).
     """
     started = time.perf_counter()
-    frame = schema_frame(schema, page_sizes)
-    return _run("schema", source, frame, schema_suite(len(page_sizes)), ROW, started)
+    with quiet_gx():
+        frame = schema_frame(schema, page_sizes)
+        report = _run("schema", source, frame, schema_suite(len(page_sizes)), ROW, started)
+    entries = [e.to_dict() if isinstance(e, Field) else dict(e) for e in schema]
+    report.failures = [_schema_failure(f, entries) for f in report.failures]
+    return report
 
 
 def input_rows_check(
@@ -71,10 +82,16 @@ def input_rows_check(
     table = read_table(rows)
     fields = fields_of(template_fields)
     expected, pairs = column_plan(table.column_names, fields, mapping, require_columns)
+    near = near_columns(table.column_names, fields, expected, pairs, mapping)
     row_column = row_id_name(pairs)
     frame = input_frame(table, pairs, row_column)
-    suite = input_suite(expected, pairs, frame.columns)
-    return _run("input", describe(rows), frame, suite, row_column, started)
+    with quiet_gx():
+        suite = input_suite(
+            expected, pairs, frame.columns, fields=fields, near=near, mapped=set(mapping or ())
+        )
+        report = _run("input", describe(rows), frame, suite, row_column, started)
+    report.failures = [_as_written(f, table) for f in report.failures]
+    return report
 
 
 def column_plan(
@@ -90,9 +107,13 @@ def column_plan(
     """
     by_name = {f.name: f for f in fields}
     mapping = dict(mapping or {})
-    for field_name in mapping.values():
+    for column, field_name in mapping.items():
         if field_name not in by_name:
-            raise FieldValueError(field_name, "the mapping names a field the form does not have.")
+            raise FieldValueError(
+                field_name,
+                f"the mapping {{{column!r}: {field_name!r}}} names a field the form does not "
+                f"have{_did_you_mean([field_name], fields, '; ')} {INSPECT}",
+            )
     present = {c: f for c, f in mapping.items() if c in columns}
     pairs, _, _ = map_columns(list(columns), list(fields), present)
     if require_columns is None:
@@ -101,12 +122,54 @@ def column_plan(
         wanted = list(require_columns)
         unknown = [n for n in wanted if n not in by_name]
         if unknown:
-            raise ValueError(f"require_columns names fields the form does not have: {unknown}")
+            names = ", ".join(repr(n) for n in unknown)
+            which = "which is not a field" if len(unknown) == 1 else "which are not fields"
+            guess = _did_you_mean(unknown, fields, " (")
+            raise ValueError(
+                f"require_columns names {names}, {which} of the form"
+                f"{guess + ')' if guess else ''}. {INSPECT}"
+            )
     wanted += [f.name for f in fields if f.required] + list(mapping.values())
     filled_by = {f: c for c, f in pairs.items()}
     named_by = {f: c for c, f in mapping.items()}
     expected = {n: named_by.get(n) or filled_by.get(n) or n for n in dict.fromkeys(wanted)}
     return expected, {c: by_name[f] for c, f in pairs.items()}
+
+
+def near_columns(
+    columns: Sequence[str],
+    fields: Sequence[Field],
+    expected: Mapping[str, str],
+    pairs: Mapping[str, Field],
+    mapping: Mapping[str, str] | None = None,
+) -> dict[str, list[str]]:
+    """For each field whose column is missing, the rows' unmatched columns that look like it
+    (or, for a column the mapping names, like that column): a missing column's "did you
+    mean"."""
+    unmatched = [c for c in columns if c not in pairs]
+    missing = {f: c for f, c in expected.items() if c not in columns}
+    if not unmatched or not missing:
+        return {}
+    mapped = set(mapping or ())
+    taken = {f.name for f in pairs.values()}
+    near: dict[str, list[str]] = {}
+    for column, names in near_fields(unmatched, list(fields), taken).items():
+        for name in names:
+            if name in missing and missing[name] not in mapped:
+                near.setdefault(name, []).append(column)
+    for field_name, column in missing.items():
+        if column in mapped:
+            near[field_name] = difflib.get_close_matches(column, unmatched, n=3, cutoff=0.5)
+    return near
+
+
+def _did_you_mean(names: Sequence[str], fields: Sequence[Field], before: str) -> str:
+    """``; did you mean 'plan'?`` for names that are not fields, or nothing."""
+    near = near_fields(list(names), list(fields))
+    guesses = list(dict.fromkeys(g for n in names for g in near[n]))
+    if not guesses:
+        return "." if before == "; " else ""
+    return f"{before}did you mean {' or '.join(repr(g) for g in guesses)}?"
 
 
 def manifest_check(
@@ -133,8 +196,9 @@ def manifest_check(
             expected_rows = inputs.num_rows
         keys = input_keys(inputs, template_fields, mapping)
     frame, row_column = manifest_frame(table, keys)
-    suite = manifest_suite(expected_rows, frame.columns)
-    return _run("manifest", describe(manifest), frame, suite, row_column, started)
+    with quiet_gx():
+        suite = manifest_suite(expected_rows, frame.columns)
+        return _run("manifest", describe(manifest), frame, suite, row_column, started)
 
 
 def input_keys(
@@ -175,6 +239,47 @@ def describe(source: object) -> str:
     if isinstance(source, pd.DataFrame | pa.Table):
         return f"a {type(source).__name__}"
     return str(source)
+
+
+def _as_written(failure: Failure, table: pa.Table) -> Failure:
+    """``failure`` quoting each sampled cell as the rows hold it: ``'Maybe'``, ``' Gold '``
+    or ``2``, where the suite compared ``maybe``, ``gold`` and ``'2'``. Empty cells stay
+    empty: a required value's failure names rows, not blanks."""
+    rows, values = failure.sample_rows, failure.sample_values
+    if failure.column not in table.column_names or not rows or len(rows) != len(values):
+        return failure
+    cells = table.column(failure.column).take(pa.array([r - 1 for r in rows])).to_pylist()
+    written = tuple(
+        None if seen is None else _cell(cell) for seen, cell in zip(values, cells, strict=True)
+    )
+    return dataclasses.replace(failure, sample_values=written)
+
+
+def _cell(value: Any) -> Any:
+    """A cell as it reads: text, numbers and booleans as they are, dates and others as text."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return to_text(value)
+
+
+def _schema_failure(failure: Failure, entries: Sequence[Mapping[str, Any]]) -> Failure:
+    """``failure`` quoting each sampled entry's value as the schema holds it (a page as
+    ``1``, not ``1.0``; a rect whole), and a badly written name's fix with its example."""
+    keys = {k.strip() for k in (failure.column or "").split(",")}
+    key = "rect" if keys & RECT_EDGES else failure.column
+    rows, seen = failure.sample_rows, failure.sample_values
+    if key is None or not rows or len(rows) != len(seen) or max(rows) > len(entries):
+        return failure
+    default = SCHEMA_DEFAULTS.get(key)
+    values = tuple(
+        None if gx_value is None else entries[row - 1].get(key, default)
+        for row, gx_value in zip(rows, seen, strict=True)
+    )
+    fix = failure.fix
+    names = [v for v in values if isinstance(v, str) and normalise(v)]
+    if failure.expectation == "expect_column_values_to_match_regex" and names and fix:
+        fix = f"{fix.rstrip('.')}, e.g. {normalise(names[0])!r}."
+    return dataclasses.replace(failure, sample_values=values, fix=fix)
 
 
 def _run(

@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pandas as pd
 import pyarrow as pa
@@ -26,7 +26,7 @@ from fillpdf_provider.engine.coerce import TRUE_WORDS, to_text
 from fillpdf_provider.engine.schema import Field
 
 ROW = "row"
-RowsSource = str | os.PathLike[str] | pd.DataFrame | pa.Table
+RowsSource: TypeAlias = str | os.PathLike[str] | pd.DataFrame | pa.Table
 PageBox = tuple[float, float, float, float]
 _OFF_PAGE: PageBox = (-math.inf, -math.inf, math.inf, math.inf)
 _NULL_TEXT = pa.scalar(None, pa.string())
@@ -47,9 +47,11 @@ def read_table(source: RowsSource) -> pa.Table:
     if isinstance(source, pd.DataFrame):
         return pa.Table.from_pandas(source, preserve_index=False)
     path = Path(source)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"No such rows file: {path}. Give the path or URI of a CSV, TSV or Parquet file."
+        )
     if path.suffix.lower() in (".parquet", ".pq"):
-        if not path.exists():
-            raise FileNotFoundError(f"No such rows file: {path}")
         return pq.read_table(path)
     batches = list(read_batches(path, batch_rows=1 << 16))
     if batches:
@@ -165,7 +167,7 @@ def page_boxes(pdf: bytes | str | os.PathLike[str]) -> list[PageBox]:
 
     from pypdf import PdfReader
 
-    reader = PdfReader(io.BytesIO(pdf) if isinstance(pdf, bytes) else pdf)
+    reader = PdfReader(io.BytesIO(pdf) if isinstance(pdf, bytes) else Path(pdf))
     return [
         (float(p.cropbox.left), float(p.cropbox.bottom), float(p.cropbox.right),
          float(p.cropbox.top))

@@ -7,8 +7,10 @@ only when the task runs, so a DAG file that uses the operator still parses fast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
@@ -21,6 +23,18 @@ from fillpdf_provider.storage import read_bytes, readable
 KINDS = ("input", "manifest", "schema")
 RESULTS_DIR = "_quality"
 _NEEDS = {"input": ("template", "rows"), "manifest": ("output_dir",), "schema": ("template",)}
+# What each argument a check needs is, for the error that says one is missing.
+_MEANS = {
+    "template": "the form: a PDF path or URI, or a conversion id",
+    "rows": "the CSV or Parquet rows to check: a path or URI",
+    "output_dir": "the fill's output folder, which holds manifest.parquet",
+}
+SCHEMA_SHAPE = 'expected a list of entries or {"schema": [...]}, as the convert operator writes.'
+NO_ROWS = "No such rows file: {}. Give the path or URI of a CSV, TSV or Parquet file."
+NO_MANIFEST = (
+    "No manifest at {}: a manifest check runs after the fill; point output_dir at the "
+    "fill's output folder."
+)
 
 
 def results_location(output_dir: str, kind: str) -> str:
@@ -78,7 +92,9 @@ class QualityCheckOperator(BaseOperator):
         given = {"template": template, "rows": rows, "output_dir": output_dir}
         missing = [name for name in _NEEDS[kind] if given[name] is None]
         if missing:
-            raise ValueError(f"A {kind} check needs {' and '.join(missing)}.")
+            article = "An" if kind[0] in "aeiou" else "A"
+            needs = " and ".join(f"{name}= ({_MEANS[name]})" for name in missing)
+            raise ValueError(f"{article} {kind} check needs {needs}.")
         super().__init__(**kwargs)
         self.kind = kind
         self.template = template
@@ -114,23 +130,32 @@ class QualityCheckOperator(BaseOperator):
         """Run the suite; the ``QualityReport``."""
         from fillpdf_provider.quality import checks
 
-        if self.kind == "input":
-            with readable(self.rows, self.storage_conn_id) as rows:  # type: ignore[arg-type]
+        with contextlib.ExitStack() as files:
+            if self.kind == "input":
+                rows = self._open(files, str(self.rows), NO_ROWS)
                 return checks.input_rows_check(
                     rows, self._fields(), self.mapping, require_columns=self.require_columns
                 )
-        if self.kind == "manifest":
-            manifest = self._manifest()
-            fields = self._fields() if self.template else None
-            with readable(manifest, self.storage_conn_id) as path:
+            if self.kind == "manifest":
+                manifest = self._manifest()
+                fields = self._fields() if self.template else None
+                path = self._open(files, manifest, NO_MANIFEST)
                 if self.rows is None:
                     return checks.manifest_check(path, self.expected_rows)
-                with readable(self.rows, self.storage_conn_id) as rows:
-                    return checks.manifest_check(
-                        path, self.expected_rows, input_rows=rows,
-                        template_fields=fields, mapping=self.mapping,
-                    )  # fmt: skip
+                rows = self._open(files, self.rows, NO_ROWS)
+                return checks.manifest_check(
+                    path, self.expected_rows, input_rows=rows,
+                    template_fields=fields, mapping=self.mapping,
+                )  # fmt: skip
         return self._schema_check()
+
+    def _open(self, files: contextlib.ExitStack, location: str, missing: str) -> Path:
+        """A local copy of ``location`` for as long as ``files`` is open; a missing file's
+        error says what the file should be."""
+        try:
+            return files.enter_context(readable(location, self.storage_conn_id))
+        except FileNotFoundError as err:
+            raise FileNotFoundError(missing.format(location)) from err
 
     def _manifest(self) -> str:
         return f"{str(self.output_dir).rstrip('/')}/manifest.parquet"
@@ -158,11 +183,21 @@ class QualityCheckOperator(BaseOperator):
         else:
             pdf = read_bytes(template, self.storage_conn_id)
         if self.schema:
-            data = json.loads(read_bytes(self.schema, self.storage_conn_id))
-            entries = data["schema"] if isinstance(data, dict) else data
+            entries = self._schema_entries(self.schema)
         if entries is None:
             entries = list(Template(pdf).fields)
         return schema_check(entries, page_boxes(pdf), source=self.schema or template)
+
+    def _schema_entries(self, location: str) -> list[Any]:
+        """The entries of a schema JSON, or an error naming the file and the shape it needs."""
+        try:
+            data = json.loads(read_bytes(location, self.storage_conn_id))
+        except ValueError as err:
+            raise ValueError(f"Schema {location} is not JSON ({err}): {SCHEMA_SHAPE}") from err
+        entries = data.get("schema") if isinstance(data, dict) else data
+        if not isinstance(entries, list):
+            raise ValueError(f"Schema {location} has no schema list: {SCHEMA_SHAPE}")
+        return entries
 
     def _save(self, report: QualityReport, target: str) -> None:
         save_report(report, target, self.storage_conn_id)

@@ -1,5 +1,10 @@
-"""What a check found, in words a person acts on: which rule, which column, how many rows,
-which row ids. GX's own result travels along, for the JSON saved beside the outputs.
+"""What a check found, in words a person acts on: the column, key or file, the offending
+values as the user wrote them (a few, and how many in all), and what to do about it.
+GX's own result travels along, for the JSON saved beside the outputs.
+
+A suite's expectations carry their wording in their meta (see ``suites``): ``problem`` says
+what is wrong with the rows that break it (``{is}``/``{has}`` agree with the count),
+``fix`` what to do, ``subject`` what a failure names when not a column.
 """
 
 from __future__ import annotations
@@ -11,8 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TITLES = {"schema": "Schema", "input": "Input rows", "manifest": "Manifest"}
+UNITS = {"schema": "entry"}  # what a row of the checked table is; "row" for the others
 SHOWN_ROWS = 10  # row ids in a summary line; the JSON keeps GX's sample of 20
 SHOWN_VALUES = 5
+_PLURALS = {"row": "rows", "entry": "entries"}
+_VERBS = {"{is}": ("is", "are"), "{has}": ("has", "have")}
 
 
 @dataclass(frozen=True)
@@ -29,34 +37,92 @@ class Failure:
     field: str | None = None
     observed: Any = None
     error: str | None = None
+    problem: str | None = None
+    fix: str | None = None
+    subject: str | None = None
+    unit: str = "row"
+    values_are_rows: bool = False  # the failing column is the row id: show values alone
 
-    def line(self) -> str:
-        """One readable line: where, what rule, how many, which rows."""
+    @property
+    def where(self) -> str:
+        """What the failure is about: ``column 'Plan' (field 'plan')``, ``key 'rect'``..."""
+        if self.subject:
+            return self.subject
         where = f"column {self.column!r}" if self.column else "table"
         if self.field and self.field != self.column:
             where += f" (field {self.field!r})"
-        if self.error:
-            return f"- {where}: the check could not run: {self.error} [{self.expectation}]"
-        if self.expectation == "expect_column_to_exist":
-            return f"- {where} is missing: {self.rule} [{self.expectation}]"
-        if self.unexpected_count is None:
-            found = f"; found {self.observed!r}" if self.observed is not None else ""
-            return f"- {where}: {self.rule}{found} [{self.expectation}]"
-        of = f" of {self.element_count}" if self.element_count is not None else ""
-        text = (
-            f"- {where}: {self.unexpected_count}{of} rows break the rule "
-            f"'{self.rule}' [{self.expectation}]"
-        )
-        if self.sample_rows:
-            shown = ", ".join(str(r) for r in self.sample_rows[:SHOWN_ROWS])
-            more = self.unexpected_count - min(len(self.sample_rows), SHOWN_ROWS)
-            label = "row" if self.unexpected_count == 1 else "rows"
-            text += f"; {label} {shown}" + (f" and {more} more" if more > 0 else "")
-        values = list(dict.fromkeys(_show(v) for v in self.sample_values if v is not None))
-        if values:
-            text += "; values " + ", ".join(values[:SHOWN_VALUES])
-            text += ", ..." if len(values) > SHOWN_VALUES else ""
+        return where
+
+    def what(self) -> str:
+        """What is wrong, its verbs agreeing with the count of rows that break the rule."""
+        if not self.problem:
+            return f"break the rule {self.rule!r}"
+        text, one = self.problem, self.unexpected_count == 1
+        for marker, (singular, plural) in _VERBS.items():
+            text = text.replace(marker, singular if one else plural)
         return text
+
+    def line(self) -> str:
+        """One line to act on: where, what is wrong and where it is, what to do."""
+        tag = f"[{self.expectation}]"
+        if self.error:
+            return (
+                f"- {self.where}: the check could not run: {self.error}. Check the "
+                f"column's values and their type. {tag}"
+            )
+        if self.expectation == "expect_column_to_exist":
+            return f"- {self.where} is missing: {_sentences(self.what(), self.fix)} {tag}"
+        if self.unexpected_count is None:
+            found = f", found {self.observed!r}" if self.observed is not None else ""
+            return f"- {self.where}: {_sentences(self.what() + found, self.fix)} {tag}"
+        units = _PLURALS.get(self.unit, self.unit)
+        of = f" of {self.element_count}" if self.element_count is not None else ""
+        text = f"{self.unexpected_count}{of} {units} {self.what()}"
+        examples = self.examples()
+        if examples:
+            text += f": {examples}"
+        return f"- {self.where}: {_sentences(text, self.fix)} {tag}"
+
+    def examples(self) -> str:
+        """A few offending values, each with the rows that hold it, and how many more."""
+        pairs = list(zip(self.sample_rows, self.sample_values, strict=False))
+        if not pairs and self.sample_values:  # values without row ids
+            pairs = [(None, v) for v in self.sample_values]  # type: ignore[misc]
+        if self.values_are_rows:
+            return self._by_value(pairs)
+        groups: dict[str, list[int | None]] = {}
+        empty: list[int | None] = []
+        for row, value in pairs:
+            (empty if value is None else groups.setdefault(_show(value), [])).append(row)
+        parts, shown = [], 0
+        for text, rows in list(groups.items())[:SHOWN_VALUES]:
+            rows = rows[: max(SHOWN_ROWS - shown, 1)]
+            shown += len(rows)
+            labels = self._labels(rows)
+            parts.append(f"{text} ({labels})" if labels else text)
+        if not parts and empty:
+            rows = empty[:SHOWN_ROWS]
+            shown += len(rows)
+            parts.append(self._labels(rows))
+        return _and_more(", ".join(parts), (self.unexpected_count or 0) - shown, self.unit)
+
+    def _labels(self, rows: list[int | None]) -> str:
+        named = [r for r in rows if r is not None]
+        if not named:
+            return ""
+        if self.unit == "entry":  # schema entries, numbered as the engine's errors number them
+            return ", ".join(f"schema[{r - 1}]" for r in named)
+        label = "row" if len(named) == 1 else "rows"
+        return f"{label} {', '.join(str(r) for r in named)}"
+
+    def _by_value(self, pairs: list[tuple[Any, Any]]) -> str:
+        counts: dict[str, int] = {}
+        for _, value in pairs:
+            counts[_show(value)] = counts.get(_show(value), 0) + 1
+        shown = list(counts.items())[:SHOWN_VALUES]
+        units = _PLURALS.get(self.unit, self.unit)
+        text = ", ".join(f"{v} ({n} {units})" if n > 1 else v for v, n in shown)
+        return _and_more(text, (self.unexpected_count or 0) - sum(n for _, n in shown), self.unit)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -70,7 +136,22 @@ class Failure:
             "sample_values": list(self.sample_values),
             "observed": self.observed,
             "error": self.error,
+            "fix": self.fix,
+            "message": self.line()[2:],
         }
+
+
+def _sentences(first: str, fix: str | None) -> str:
+    """``first`` ended as a sentence, then the fix."""
+    if not fix:
+        return first if first.endswith((".", "?")) else first + "."
+    return f"{first if first.endswith(('.', '?')) else first + '.'} {fix}"
+
+
+def _and_more(text: str, more: int, unit: str) -> str:
+    if more <= 0:
+        return text
+    return f"{text} and {more} more {_PLURALS.get(unit, unit) if more > 1 else unit}"
 
 
 @dataclass
@@ -96,23 +177,25 @@ class QualityReport:
         outcomes = result.get("results", [])
         failed = [r for r in outcomes if not r.get("success")]
         failed.sort(key=lambda r: (r["expectation_config"].get("meta") or {}).get("order", 0))
+        unit = UNITS.get(kind, "row")
         return cls(
             kind=kind,
             source=source,
             success=bool(result.get("success")) and not failed,
             rows=rows,
             expectations=len(outcomes),
-            failures=[_failure(r, row_column) for r in failed],
+            failures=[_failure(r, row_column, unit) for r in failed],
             results=_plain(result),
         )
 
     def summary(self) -> str:
         """A multi-line summary: the verdict, then one line per failed expectation."""
         verdict = "passed" if self.success else "FAILED"
+        unit = UNITS.get(self.kind, "row")
         head = (
             f"{TITLES.get(self.kind, self.kind)} check of {self.source} {verdict}: "
             f"{len(self.failures)} of {self.expectations} expectations failed on "
-            f"{self.rows} rows ({self.seconds:.2f} s)."
+            f"{self.rows} {_PLURALS[unit] if self.rows != 1 else unit} ({self.seconds:.2f} s)."
         )
         lines = [head, *(f.line() for f in self.failures)]
         if self.saved_to:
@@ -172,7 +255,7 @@ def enforce(
     return report
 
 
-def _failure(outcome: dict[str, Any], row_column: str) -> Failure:
+def _failure(outcome: dict[str, Any], row_column: str, unit: str = "row") -> Failure:
     config = outcome["expectation_config"]
     kwargs, meta = config.get("kwargs") or {}, config.get("meta") or {}
     result = _plain(outcome.get("result") or {})
@@ -191,6 +274,11 @@ def _failure(outcome: dict[str, Any], row_column: str) -> Failure:
         field=meta.get("field"),
         observed=result.get("observed_value"),
         error=_error(outcome.get("exception_info") or {}),
+        problem=meta.get("problem"),
+        fix=meta.get("fix"),
+        subject=meta.get("subject"),
+        unit=unit,
+        values_are_rows=columns == [row_column],
     )
 
 
