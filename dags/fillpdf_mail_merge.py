@@ -4,21 +4,36 @@ Runs as-is on the embedded engine with the sample form and rows in ``include/``:
 
     airflow dags test fillpdf_mail_merge -c '{"output": "/tmp/mail-merge"}'
 
-The params are checked (the name template against the rows' columns, the failure limit)
-and the rows against the form (Great Expectations) before anything is filled, and the
-manifest after. Point ``template`` at your own fillable PDF (or a conversion id), ``rows`` at
-a CSV or Parquet file, and ``output`` at a folder or an object-storage URI (``s3://bucket/run``
-through the ``aws_default`` connection, or the one named in ``storage_conn_id``); each may
-live in object storage, so workers on separate hosts share nothing on local disk. With a
-``fillpdf_default`` connection that names a host, the form comes from the FillPDF service.
+``check_input`` runs first and stops the run before any PDF is written: a conf key that is
+no param, a ``rows`` or ``template`` that can't be read, a ``name_template`` naming a column
+the rows lack, and (with ``check_input`` on) rows that can't fill the form, checked with
+Great Expectations. The manifest of every row's outcome is checked after the fill.
 
-The run fails when more rows fail than ``max_failed_rows`` allows (a count, or a fraction
-of the rows; default 0), after the manifest of every row's outcome is written.
+Params (the trigger form checks each):
+
+- ``template``: your fillable PDF (a path or a URI), or the conversion id (``conv_...``) of
+  a form converted by ``fillpdf_convert_inbox``. Only a conversion id is fetched from the
+  FillPDF service, when a ``fillpdf_default`` connection names a host; the rows are filled
+  on the worker either way, by the engine the service runs.
+- ``rows``: a CSV or Parquet file, one PDF per row; columns are matched to the form's fields
+  by name.
+- ``output``: a folder or an object-storage URI (``s3://bucket/run`` through the
+  ``aws_default`` connection, or the one named in ``storage_conn_id``) for the PDFs and
+  ``manifest.parquet``. Each of these may live in object storage, so workers on separate
+  hosts share nothing on local disk.
+- ``name_template``: the PDFs' names, from ``{row}`` (the row's number) and column names.
+- ``chunks``: how many mapped tasks share the rows.
+- ``max_failed_rows``: failed rows the run tolerates, a whole count or a fraction of the
+  rows below 1 (default 0). The run fails when more rows fail, after the manifest is
+  written.
+- ``storage_conn_id``: the connection for URIs that name none (empty: the scheme's default).
+- ``check_input``: check the rows against the form before filling.
 """
 
 from __future__ import annotations
 
 import os
+from difflib import get_close_matches
 from pathlib import Path
 
 from airflow.sdk import Asset, Param, dag, task
@@ -35,38 +50,67 @@ DEFAULT_OUTPUT = os.environ.get("FILLPDF_MAIL_MERGE_OUTPUT") or str(
 OUTPUT_ASSET = Asset(name="fillpdf_mail_merge_output", uri="fillpdf://mail-merge/output")
 
 
+# The trigger form: each param with a title, a description and what it accepts.
+PARAMS = {
+    "template": Param(
+        str(INCLUDE / "sample_form.pdf"), type="string", minLength=1, title="Template",
+        description="The fillable PDF (a path or URI), or a conversion id (conv_...) "
+                    "from fillpdf_convert_inbox",
+    ),
+    "rows": Param(
+        str(INCLUDE / "sample_rows.csv"), type="string", minLength=1, title="Rows",
+        description="A CSV or Parquet file (path or URI), one PDF per row; columns fill "
+                    "the fields of the same name",
+    ),
+    "output": Param(
+        DEFAULT_OUTPUT, type="string", minLength=1, title="Output",
+        description="Folder or URI for the PDFs and manifest.parquet",
+    ),
+    "name_template": Param(
+        "{row}.pdf", type="string", minLength=1, title="File names",
+        description="{row} (the row's number) and column names, e.g. "
+                    "{row}-{last_name}.pdf",
+    ),
+    "chunks": Param(
+        4, type="integer", minimum=1, title="Mapped tasks",
+        description="How many mapped tasks share the rows (at most one per row)",
+    ),
+    "max_failed_rows": Param(
+        0, type="number", minimum=0, title="Failed rows tolerated",
+        description="A whole count (e.g. 10), or a fraction of the rows below 1 (e.g. "
+                    "0.01); more failed rows fail the run",
+        anyOf=[{"title": "a whole count of rows", "type": "integer"},
+               {"title": "a fraction of the rows below 1", "exclusiveMaximum": 1}],
+    ),
+    "storage_conn_id": Param(
+        "", type="string", title="Storage connection",
+        description="Connection for URIs that name none (empty: the scheme's default, "
+                    "e.g. aws_default for s3://)",
+    ),
+    "check_input": Param(
+        True, type="boolean", title="Check the rows first",
+        description="Check the rows against the form (Great Expectations) and stop "
+                    "before filling if they can't fill it",
+    ),
+}  # fmt: skip
+
+
 @dag(
     dag_id="fillpdf_mail_merge",
     schedule=None,
     catchup=False,
     tags=["fillpdf", "example"],
-    params={
-        "template": Param(str(INCLUDE / "sample_form.pdf"), type="string",
-                          description="Fillable PDF (path or URI) or a conversion id"),
-        "rows": Param(str(INCLUDE / "sample_rows.csv"), type="string",
-                      description="CSV or Parquet rows, one PDF each"),
-        "output": Param(DEFAULT_OUTPUT, type="string",
-                        description="Folder or URI for the PDFs and manifest.parquet"),
-        "name_template": Param("{row}.pdf", type="string",
-                               description="Output names: {row} and column names, e.g. "
-                                           "{row}-{last_name}.pdf"),
-        "chunks": Param(4, type="integer", minimum=1, description="Mapped tasks to spread over"),
-        "max_failed_rows": Param(0, type="number", minimum=0,
-                                 description="Failed rows the run tolerates: a count, or a "
-                                             "fraction of the rows below 1"),
-        "storage_conn_id": Param("", type="string",
-                                 description="Connection for URIs that name none (empty: the "
-                                             "scheme's default, e.g. aws_default)"),
-        "check_input": Param(True, type="boolean",
-                             description="Stop before filling if the rows can't fill the form"),
-    },
+    params=PARAMS,
     doc_md=__doc__,
 )  # fmt: skip
 def fillpdf_mail_merge() -> None:
     @task
-    def check_input(params: dict | None = None) -> dict:
-        """The params, every column the form needs, every value it can take: before any PDF
-        is written or any page billed."""
+    def check_input(params: dict | None = None, dag_run=None) -> dict:
+        """The params (no unknown conf key; rows, template and name template usable), then
+        every column the form needs and every value it can take: before any PDF is written
+        or any page billed. A bad one fails here, named, without retries."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from fillpdf_provider.hooks.fillpdf import FillPdfHook
         from fillpdf_provider.operators import check_batch_params
         from fillpdf_provider.operators.forms import open_form
@@ -74,12 +118,33 @@ def fillpdf_mail_merge() -> None:
         from fillpdf_provider.storage import readable
 
         assert params is not None
+        for key in sorted(set(getattr(dag_run, "conf", None) or {}) - set(PARAMS)):
+            close = get_close_matches(key, list(PARAMS), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise AirflowFailException(
+                f"{key!r} is not a param of fillpdf_mail_merge; {hint}Its params: "
+                f"{', '.join(PARAMS)}."
+            )
         conn_id = params["storage_conn_id"] or None
-        check_batch_params(params["rows"], name_template=params["name_template"],
-                           max_failed_rows=params["max_failed_rows"], conn_id=conn_id)
+        try:
+            check_batch_params(
+                params["rows"],
+                name_template=params["name_template"],
+                max_failed_rows=params["max_failed_rows"],
+                conn_id=conn_id,
+            )
+        except FileNotFoundError:
+            raise AirflowFailException(
+                f"param rows: {params['rows']!r} does not exist; give the path or URI of a "
+                "CSV or Parquet file, one row per PDF."
+            ) from None
+        except ValueError as exc:  # the rows' format, or the name template
+            raise AirflowFailException(
+                f"{exc} (params rows={params['rows']!r}, name_template={params['name_template']!r})"
+            ) from None
+        fields = open_form(FillPdfHook(), params["template"], conn_id=conn_id).fields
         if not params["check_input"]:
             return {"checked": False}
-        fields = open_form(FillPdfHook(), params["template"], conn_id=conn_id).fields
         with readable(params["rows"], conn_id) as rows:
             report = input_rows_check(rows, fields)
         report.source = params["rows"]
@@ -89,8 +154,9 @@ def fillpdf_mail_merge() -> None:
     @task
     def plan(params: dict | None = None) -> list[dict[str, int]]:
         assert params is not None
-        return plan_chunks(params["rows"], chunks=int(params["chunks"]),
-                           conn_id=params["storage_conn_id"] or None)
+        return plan_chunks(
+            params["rows"], chunks=int(params["chunks"]), conn_id=params["storage_conn_id"] or None
+        )
 
     checked = check_input()
     chunks = plan()
@@ -111,9 +177,12 @@ def fillpdf_mail_merge() -> None:
     ) -> dict:
         """Every chunk's manifest, from the store; the run's verdict on failed rows."""
         assert params is not None
-        summary = merge_manifests(params["output"], chunks=chunks,
-                                  max_failed_rows=params["max_failed_rows"],
-                                  conn_id=params["storage_conn_id"] or None)
+        summary = merge_manifests(
+            params["output"],
+            chunks=chunks,
+            max_failed_rows=params["max_failed_rows"],
+            conn_id=params["storage_conn_id"] or None,
+        )
         if outlet_events is not None:
             outlet_events[OUTPUT_ASSET].extra = {"output": params["output"], **summary}
         return summary

@@ -9,20 +9,23 @@ connection's ``conversions_uri``), so a conversion made on one worker fills on a
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fillpdf_provider.client import (
     Account,
+    FillPdfApiError,
     NotFound,
     PdfSource,
     SchemaSource,
+    ServiceUnavailable,
     error_for,
     schema_text,
 )
@@ -34,6 +37,7 @@ from fillpdf_provider.engine.source import read_bytes
 from fillpdf_provider.storage import Store
 
 RETENTION_S = 24 * 3600
+PROBE_NAME = ".fillpdf-store-check"
 
 
 def default_store() -> Path:
@@ -46,8 +50,15 @@ def default_store() -> Path:
     return Path.home() / ".cache" / "fillpdf" / "conversions"
 
 
-def _api_error(exc: FillPdfError) -> Exception:
-    return error_for(exc.error_type, exc.message, param=exc.param)
+def _api_error(exc: FillPdfError, pdf: object = None) -> Exception:
+    """The client's exception for an engine error, naming the file when it came as a path
+    (among a folder of inputs, "the file is not a PDF" leaves the reader to find which)."""
+    message = exc.message
+    if isinstance(pdf, str | os.PathLike):
+        name = repr(os.fspath(pdf))
+        if name not in message:
+            message = f"{name}: {message}"
+    return error_for(exc.error_type, message, param=exc.param)
 
 
 class EmbeddedFillPdf:
@@ -58,6 +69,33 @@ class EmbeddedFillPdf:
     ) -> None:
         self.location = str(store) if store else str(default_store())
         self.store = Store(self.location, conn_id)
+
+    @contextlib.contextmanager
+    def _reaching_store(
+        self, doing: str, passing: tuple[type[Exception], ...] = ()
+    ) -> Iterator[None]:
+        """A store that can't be reached or written is named, with the setting to change
+        (its own error says only what the file system or the object store refused);
+        ``passing`` are the errors the caller handles itself."""
+        try:
+            yield
+        except (FillPdfApiError, *passing):
+            raise
+        except Exception as exc:
+            raise ServiceUnavailable(
+                f"The embedded conversions store {self.location!r} can't be {doing} "
+                f"({type(exc).__name__}: {exc}). Set the connection's conversions_uri (or "
+                "$FILLPDF_EMBEDDED_STORE) to a folder or URI every worker can write, e.g. "
+                "s3://bucket/fillpdf-conversions.",
+                param="conversions_uri",
+            ) from None
+
+    def check_store(self) -> None:
+        """Write, read and remove a small file: what a conversion will need of the store."""
+        with self._reaching_store("written"):
+            self.store.write(PROBE_NAME, b"ok")
+            self.store.read_bytes(PROBE_NAME)
+            self.store.remove(PROBE_NAME)
 
     def _names(self, conversion_id: str) -> tuple[str, str]:
         if not conversion_id.startswith("conv_") or not conversion_id[5:].isalnum():
@@ -72,27 +110,29 @@ class EmbeddedFillPdf:
             data = read_bytes(pdf)
             result = convert(data, detect, schema=text)
         except FillPdfError as exc:
-            raise _api_error(exc) from None
+            raise _api_error(exc, pdf) from None
         # The schema as the API returns it (rects to 3 decimals): the same in both modes.
         result.schema = [Field.from_dict(entry.to_dict()) for entry in result.schema]
         how = detect.encode() if text is None else b"schema\0" + text.encode()
         digest = hashlib.sha256(how + b"\0" + data).hexdigest()
         result.conversion_id = f"conv_{digest[:24]}"
         pdf_name, meta_name = self._names(result.conversion_id)
-        self.store.write(pdf_name, result.pdf)  # the PDF first: the metadata marks it done
-        meta = {**result.to_dict(), "created_at": time.time()}
-        local = self.store.local
-        url = (local / pdf_name).resolve().as_uri() if local else self.store.uri(pdf_name)
-        meta["document_url"] = result.document_url = url
-        self.store.write(meta_name, json.dumps(meta).encode())
-        self._sweep()
+        with self._reaching_store("written"):
+            self.store.write(pdf_name, result.pdf)  # the PDF first: the metadata marks it done
+            meta = {**result.to_dict(), "created_at": time.time()}
+            local = self.store.local
+            url = (local / pdf_name).resolve().as_uri() if local else self.store.uri(pdf_name)
+            meta["document_url"] = result.document_url = url
+            self.store.write(meta_name, json.dumps(meta).encode())
+            self._sweep()
         return result
 
     def get_conversion(self, conversion_id: str) -> ConversionResult:
         pdf_name, meta_name = self._names(conversion_id)
         try:
-            meta = json.loads(self.store.read_bytes(meta_name))
-            pdf = self.store.read_bytes(pdf_name)
+            with self._reaching_store("read", passing=(FileNotFoundError,)):
+                meta = json.loads(self.store.read_bytes(meta_name))
+                pdf = self.store.read_bytes(pdf_name)
         except FileNotFoundError:
             raise NotFound(
                 f"No conversion {conversion_id!r} in {self.location}; convert the PDF first "
@@ -148,8 +188,10 @@ class EmbeddedFillPdf:
         )
 
     def _metadata(self) -> list[dict[str, Any]]:
+        with self._reaching_store("listed"):
+            names = self.store.names("", "conv_*.json")
         found = []
-        for name in self.store.names("", "conv_*.json"):
+        for name in names:
             try:
                 found.append({**json.loads(self.store.read_bytes(name)), "_name": name})
             except (OSError, ValueError):

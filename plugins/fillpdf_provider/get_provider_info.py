@@ -34,9 +34,9 @@ def get_provider_info() -> dict[str, Any]:
                 "conn-fields": {
                     "mode": {
                         "label": "Mode",
-                        "description": "api: call the service at the base URL; embedded: run "
-                        "the engine in the worker (no URL or key needed). Empty: api when the "
-                        "base URL is set, embedded when it is not.",
+                        "description": "api: call the service at the Base URL with the API "
+                        "key; embedded: run the engine in the worker (no URL or key needed). "
+                        "Empty: api when the Base URL is set, embedded when it is not.",
                         "schema": {
                             "type": ["string", "null"],
                             "enum": ["api", "embedded"],
@@ -44,13 +44,21 @@ def get_provider_info() -> dict[str, Any]:
                     },
                     "timeout": {
                         "label": "Timeout (seconds)",
-                        "schema": {"type": ["number", "null"], "default": 120},
+                        "description": "Seconds to wait for each answer of the service in api "
+                        "mode, a number above 0 (empty: 120); raise it for large files on a "
+                        "busy service.",
+                        "schema": {
+                            "type": ["number", "null"],
+                            "exclusiveMinimum": 0,
+                            "default": 120,
+                        },
                     },
                     "conversions_uri": {
                         "label": "Embedded conversions store",
                         "description": "Folder or URI (s3://bucket/prefix) where embedded mode "
-                        "keeps conversions for 24 hours; workers on separate hosts need a "
-                        "shared one.",
+                        "keeps conversions for 24 hours (empty: $AIRFLOW_HOME/fillpdf/"
+                        "conversions); workers on separate hosts need a shared one. The "
+                        "Test button writes a small file there.",
                         "schema": {"type": ["string", "null"]},
                     },
                 },
@@ -58,8 +66,12 @@ def get_provider_info() -> dict[str, Any]:
                     "hidden-fields": ["schema", "port", "login", "extra"],
                     "relabeling": {"host": "Base URL", "password": "API key"},
                     "placeholders": {
-                        "host": "https://fillpdf.example.com (empty: embedded engine)",
-                        "password": "fpk_...",
+                        "host": "https://fillpdf.example.com (leave empty for the embedded "
+                        "engine, in the worker)",
+                        "password": "fpk_... from `fillpdf keys create` (api mode only)",
+                        "timeout": "120",
+                        "conversions_uri": "s3://bucket/fillpdf-conversions (empty: a folder "
+                        "in $AIRFLOW_HOME)",
                     },
                 },
             }

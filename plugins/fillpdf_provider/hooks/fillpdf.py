@@ -7,33 +7,78 @@ hook runs embedded: it works offline with no set-up.
 
 Both modes return the same types (the engine's ``ConversionResult``, ``bytes``, the client's
 ``Account``) and raise the same exceptions (``fillpdf_provider.client``'s error classes).
+A connection no call can use is refused before any call (``InputError``: an unknown extra,
+a timeout that is no number above 0, an API key without a host, a host that is no http(s)
+URL), and a named connection that does not exist too (``MissingConnection``); each names
+the field, the value and the fix, and fails a task without retries.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from difflib import get_close_matches
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from fillpdf_provider.client import (
     DEFAULT_TIMEOUT,
     Account,
     AsyncFillPdfClient,
+    AuthenticationError,
     Conversion,
+    Expired,
     FillPdfApiError,
     FillPdfClient,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
     PdfSource,
     RetryPolicy,
     SchemaSource,
+    UnsupportedFile,
 )
-from fillpdf_provider.embedded import EmbeddedFillPdf
+from fillpdf_provider.embedded import EmbeddedFillPdf, default_store
 from fillpdf_provider.engine.convert import ConversionResult
 from fillpdf_provider.engine.schema import Field
 
 MODES = ("api", "embedded")
+# The extras a fillpdf connection reads (``store_dir``: the older name of conversions_uri).
+EXTRA_FIELDS = ("mode", "timeout", "conversions_uri", "store_dir")
+API_VERSION_PATH = "/v1"  # the client adds it to every call
+# What the service answers that no retry changes: the input, the key or the plan.
+NOT_RETRYABLE = (
+    InvalidRequest, AuthenticationError, Forbidden, NotFound, Expired, PayloadTooLarge,
+    UnsupportedFile,
+)  # fmt: skip
+
+
+class InputError(AirflowFailException, ValueError):
+    """A setting or an input no retry can change (a connection field, an operator option, a
+    file that is no PDF, a value the form refuses): the message names it, the value and the
+    fix, and the task fails at once instead of retrying into the same error."""
+
+
+class MissingInput(AirflowFailException, FileNotFoundError):
+    """An input file that is not there, or a glob that matches nothing; fails at once."""
+
+
+class MissingConnection(AirflowFailException, AirflowNotFoundException):
+    """A ``fillpdf_conn_id`` that names no connection; fails at once."""
+
+
+def missing_connection(conn_id: str) -> MissingConnection:
+    return MissingConnection(
+        f"fillpdf_conn_id {conn_id!r} names no connection. Create it (Admin > Connections, "
+        f"type FillPDF, or the environment variable AIRFLOW_CONN_{conn_id.upper()}), or leave "
+        f"fillpdf_conn_id unset to use {FillPdfHook.default_conn_name!r} (the embedded "
+        "engine, in the worker, when that connection does not exist either)."
+    )
 
 
 def _extra(extra: Mapping[str, Any], name: str) -> Any:
@@ -45,36 +90,108 @@ def _extra(extra: Mapping[str, Any], name: str) -> Any:
 
 
 def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
-    """Mode, base URL, key, timeout and conversions store from a ``fillpdf`` connection."""
+    """Mode, base URL, key, timeout and conversions store from a ``fillpdf`` connection;
+    a field filled in a way no call can use is refused (``InputError``), naming it."""
     extra = conn.extra_dejson or {}
-    mode = _extra(extra, "mode") or ("api" if conn.host else "embedded")
-    if mode not in MODES:
-        raise ValueError(f"Connection {conn_id!r}: mode must be 'api' or 'embedded', not {mode!r}.")
-    base_url = ""
-    if conn.host:
-        host = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}"
-        base_url = f"{host.rstrip('/')}:{conn.port}" if conn.port else host.rstrip("/")
+    _refuse_unknown_extras(extra, conn_id)
+    given_mode = _extra(extra, "mode")
+    mode = str(given_mode).strip().lower() if given_mode is not None else ""
+    if mode and mode not in MODES:
+        raise InputError(
+            f"Connection {conn_id!r}: Mode (extra 'mode') is {given_mode!r}; set it to 'api' "
+            "(call the service at the Base URL) or 'embedded' (run the engine in the worker), "
+            "or leave it empty to follow the Base URL."
+        )
+    base_url = _base_url(conn, conn_id)
+    if not mode:
+        if not base_url and conn.password:
+            raise InputError(
+                f"Connection {conn_id!r} has an API key (password) but no Base URL (host), "
+                "so it would run the engine in the worker and never use the key: set the host "
+                "to the service's URL (e.g. https://fillpdf.example.com), or set the mode to "
+                "'embedded' (or clear the key) to run the engine in the worker."
+            )
+        mode = "api" if base_url else "embedded"
     if mode == "api" and not base_url:
-        raise ValueError(
+        raise InputError(
             f"Connection {conn_id!r} has mode 'api' but no base URL (host): set the host to "
             "the service's URL, or set the mode to 'embedded' (or leave it empty) to run the "
             "engine in the worker."
         )
     if mode == "api" and not conn.password:
-        raise ValueError(
+        raise InputError(
             f"Connection {conn_id!r} calls the service at {base_url} but has no API key "
             "(password): create one with `fillpdf keys create` and set it, or clear the host "
             "and the mode to run the engine in the worker."
         )
-    timeout = _extra(extra, "timeout")
     return {
         "mode": mode,
         "base_url": base_url,
         "api_key": conn.password,
-        "timeout": float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
+        "timeout": _timeout(_extra(extra, "timeout"), conn_id),
         # where embedded conversions are kept: a folder, or a URI workers share
         "conversions_uri": _extra(extra, "conversions_uri") or _extra(extra, "store_dir"),
     }
+
+
+def _refuse_unknown_extras(extra: Mapping[str, Any], conn_id: str) -> None:
+    """A typo'd extra would be ignored without a word (a ``timout`` keeps the default)."""
+    for key in extra:
+        name = key.removeprefix("extra__fillpdf__")
+        if name in EXTRA_FIELDS:
+            continue
+        close = get_close_matches(name, EXTRA_FIELDS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise InputError(
+            f"Connection {conn_id!r}: extra {key!r} is not a setting of a fillpdf connection; "
+            f"{hint}It reads {', '.join(repr(k) for k in EXTRA_FIELDS)}. Rename or remove it."
+        )
+
+
+def _base_url(conn: Any, conn_id: str) -> str:
+    """The service's root URL from host, schema and port ('' without a host). A URL copied
+    with the API's ``/v1`` keeps working: the client adds that to every call."""
+    if not conn.host:
+        return ""
+    host = conn.host.strip()
+    if "://" not in host:
+        host = f"{conn.schema or 'https'}://{host}"
+    parts = urlsplit(host)
+    try:
+        port = parts.port  # a port that is no number raises here
+    except ValueError:
+        port = -1
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or port == -1:
+        raise InputError(
+            f"Connection {conn_id!r}: Base URL (host) {conn.host!r} is not a URL the client can "
+            "call; give the service's http:// or https:// address, e.g. "
+            "https://fillpdf.example.com, or leave the host empty to run the engine in the "
+            "worker."
+        )
+    netloc = parts.netloc
+    if conn.port and port is None:
+        netloc = f"{netloc}:{conn.port}"
+    path = parts.path.rstrip("/")
+    if path.lower().endswith(API_VERSION_PATH):
+        path = path[: -len(API_VERSION_PATH)]
+    return f"{parts.scheme.lower()}://{netloc}{path}"
+
+
+def _timeout(value: Any, conn_id: str) -> float:
+    """Seconds per request: a finite number above 0 (default ``DEFAULT_TIMEOUT``)."""
+    if value is None:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(
+            f"Connection {conn_id!r}: Timeout (seconds) (extra 'timeout') is {value!r}; give a "
+            f"number of seconds above 0, or leave it empty for the default "
+            f"({DEFAULT_TIMEOUT:g})."
+        )
+    return seconds
 
 
 def backend_for(
@@ -98,7 +215,9 @@ class FillPdfHook(BaseHook):
         password = API key, extra ``{"mode": "api" | "embedded", "timeout": seconds,
         "conversions_uri": folder or URI}``. Embedded conversions are kept in
         ``conversions_uri`` (default: a folder under ``$AIRFLOW_HOME``); workers on separate
-        hosts need a shared one, such as ``s3://bucket/fillpdf-conversions``.
+        hosts need a shared one, such as ``s3://bucket/fillpdf-conversions``. Without a
+        connection of that id: the embedded engine for ``fillpdf_default``, an error for any
+        other id.
     """
 
     conn_name_attr = "fillpdf_conn_id"
@@ -119,8 +238,8 @@ class FillPdfHook(BaseHook):
             conn = self.get_connection(self.fillpdf_conn_id)
         except AirflowNotFoundException:
             if self.fillpdf_conn_id != self.default_conn_name:
-                raise
-            return {"mode": "embedded", "conversions_uri": None}
+                raise missing_connection(self.fillpdf_conn_id) from None
+            return {"mode": "embedded", "conversions_uri": None, "defined": False}
         return connection_settings(conn, self.fillpdf_conn_id)
 
     @classmethod
@@ -130,7 +249,7 @@ class FillPdfHook(BaseHook):
             conn = await cls.aget_connection(conn_id)
         except AirflowNotFoundException:
             if conn_id != cls.default_conn_name:
-                raise
+                raise missing_connection(conn_id) from None
             return None
         settings = connection_settings(conn, conn_id)
         if settings["mode"] != "api":
@@ -142,6 +261,19 @@ class FillPdfHook(BaseHook):
     @property
     def mode(self) -> str:
         return self.settings["mode"]
+
+    def describe(self) -> str:
+        """Where calls go, for a task's log: the first thing to check when a run surprises."""
+        settings, conn_id = self.settings, self.fillpdf_conn_id
+        if settings["mode"] == "api":
+            return f"connection {conn_id!r}: api mode, the service at {settings['base_url']}"
+        store = settings.get("conversions_uri") or default_store()
+        if settings.get("defined") is False:
+            return (
+                f"no connection {conn_id!r}: the embedded engine, in the worker (conversions "
+                f"kept in {store})"
+            )
+        return f"connection {conn_id!r}: embedded mode (conversions kept in {store})"
 
     def get_conn(self) -> FillPdfClient | EmbeddedFillPdf:
         """The client of the service, or the embedded engine with its local store."""
@@ -155,7 +287,11 @@ class FillPdfHook(BaseHook):
         """An async client of the service (api mode only), e.g. for a trigger."""
         settings = self.settings
         if settings["mode"] != "api":
-            raise ValueError("The async client needs a connection in api mode.")
+            raise InputError(
+                f"Connection {self.fillpdf_conn_id!r} is in {settings['mode']} mode; the async "
+                "client calls a service, so it needs a connection in api mode (a Base URL "
+                "and an API key)."
+            )
         return AsyncFillPdfClient(
             settings["base_url"], settings["api_key"], timeout=settings["timeout"]
         )
@@ -196,10 +332,16 @@ class FillPdfHook(BaseHook):
         """Check the connection the way the Airflow UI's Test button does."""
         try:
             account = self.get_account()
+            backend = self._backend
+            if isinstance(backend, EmbeddedFillPdf):
+                backend.check_store()
         except (FillPdfApiError, ValueError) as exc:
             return False, str(exc)
-        if self.mode == "embedded":
-            return True, "Embedded engine ready (no service, no limits)."
+        if isinstance(backend, EmbeddedFillPdf):
+            return True, (
+                "Embedded engine ready (no service, no limits); conversions are kept in "
+                f"{backend.location}."
+            )
         remaining = account.pages_remaining
         left = f"{remaining} pages left" if remaining is not None else "no page limit"
         return True, f"Connected to {self.settings['base_url']}: plan {account.plan}, {left}."

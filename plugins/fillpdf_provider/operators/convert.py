@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -15,12 +16,18 @@ from fillpdf_provider.client import QuotaExceeded, RateLimited, schema_text
 from fillpdf_provider.engine.convert import ConversionResult
 from fillpdf_provider.engine.errors import SchemaError
 from fillpdf_provider.engine.rebuild import schema_digest
-from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.hooks.fillpdf import (
+    NOT_RETRYABLE,
+    FillPdfHook,
+    InputError,
+    MissingInput,
+)
 from fillpdf_provider.quota import POLICIES, QuotaDecision, decide, pages_of, report_gauges
-from fillpdf_provider.storage import Store, expand, read_bytes
+from fillpdf_provider.storage import Store, expand, local_path, read_bytes
 from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger
 
 BILLING_XCOM_KEY = "fillpdf_billing"
+DETECT = ("fields", "fields_fast")
 
 
 class ConvertOperator(BaseOperator):
@@ -38,16 +45,29 @@ class ConvertOperator(BaseOperator):
     A 402 or 429 that still happens (another run spent the quota meanwhile) is handled by
     the same policy. Files already converted are not converted again when the task resumes.
 
-    :param pdfs: paths, globs or URIs (``s3://inbox/*.pdf``) of flat PDFs. Templated.
+    :param pdfs: paths, globs or URIs (``s3://inbox/*.pdf``) of flat PDFs. Templated. A
+        glob that matches nothing, or a file that is missing or no PDF, fails the task at
+        once, named.
     :param output_dir: folder or URI for ``NAME.fillable.pdf`` and ``NAME.schema.json``.
-    :param detect: ``fields`` (every cue) or ``fields_fast``.
+        Templated.
+    :param detect: ``fields`` (the rules and the trained scorer) or ``fields_fast`` (the
+        rules alone: about three times faster, and finds fewer fields). Templated.
     :param schema: build each form exactly from this reviewed, edited schema instead of
         detecting it: the entries (a list), a conversion result (a dict with ``schema``),
         JSON text, or the path or URI of a JSON file (e.g. an edited ``NAME.schema.json``).
         Templated. A file converted with another schema (or none) is converted again.
-    :param fillpdf_conn_id: the FillPDF connection (none: the embedded engine, no quota).
+    :param on_quota: ``defer`` (default), ``skip``, ``fail`` or ``allow_overage``, as above.
+        Templated.
+    :param max_overage_pages: with ``allow_overage``, the most pages billed past the quota
+        (none: no cap). Templated.
+    :param max_overage_usd: with ``allow_overage``, the most overage cost in USD (none: no
+        cap). Templated.
+    :param poll_interval: seconds between the account checks while deferred (default 300).
+        Templated.
+    :param fillpdf_conn_id: the FillPDF connection (default ``fillpdf_default``; when that
+        does not exist, the embedded engine, with no quota). A named connection must exist.
     :param storage_conn_id: connection for object-storage URIs that name none (default: the
-        scheme's standard one, e.g. ``aws_default``).
+        scheme's standard one, e.g. ``aws_default``). Templated.
 
     XCom: a list of conversion results (the API's JSON, without PDF bytes) with the paths
     of the files written.
@@ -81,8 +101,13 @@ class ConvertOperator(BaseOperator):
         storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
-        if on_quota not in POLICIES and "{{" not in on_quota:
-            raise ValueError(f"on_quota must be one of {POLICIES}, not {on_quota!r}.")
+        # A bad option is a DAG error, not a run's; a templated one is checked once rendered.
+        for check, value in (
+            (_on_quota, on_quota), (_detect, detect), (_overage_pages, max_overage_pages),
+            (_overage_usd, max_overage_usd), (_poll_interval, poll_interval),
+        ):  # fmt: skip
+            if not _templated(value):
+                check(value, ValueError)
         super().__init__(**kwargs)
         self.pdfs = pdfs
         self.output_dir = output_dir
@@ -96,8 +121,10 @@ class ConvertOperator(BaseOperator):
         self.storage_conn_id = storage_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        options = self._options()
         hook = FillPdfHook(self.fillpdf_conn_id)
-        sources = expand(self.pdfs, self.storage_conn_id)
+        self.log.info("FillPDF: %s", hook.describe())
+        sources = self._sources()
         schema = self._schema_text()
         try:
             digest = schema_digest(schema) if schema is not None else None
@@ -105,20 +132,65 @@ class ConvertOperator(BaseOperator):
             raise AirflowFailException(f"The schema can't build a form: {exc}") from None
         store = Store(self.output_dir, self.storage_conn_id)
         done = {s: self._done(store, s, digest) for s in sources}
-        todo = {s: read_bytes(s, self.storage_conn_id) for s in sources if done[s] is None}
+        todo = {s: self._read(s) for s in sources if done[s] is None}
         if todo and hook.mode == "api":
-            self._check_quota(hook, list(todo.values()), context)
+            self._check_quota(hook, list(todo.values()), context, options)
         billed = 0
         for source, data in todo.items():
             try:
-                result = hook.convert(data, detect=self.detect, schema=schema)
+                result = hook.convert(data, detect=options["detect"], schema=schema)
             except (QuotaExceeded, RateLimited) as exc:
-                self._act(self._late_refusal(exc, list(todo.values())), context)
+                self._act(self._late_refusal(exc, list(todo.values()), options), context,
+                          options)  # fmt: skip
                 raise  # not reached: _act defers, skips or fails
+            except NOT_RETRYABLE as exc:  # the file, the key or the plan: a retry won't help
+                raise InputError(
+                    f"{str(source)!r}: {exc} Fix or remove it from pdfs; the files before it "
+                    "are written and are not converted again when the task runs again."
+                ) from None
             billed += result.pages
             done[source] = self._write(store, source, result, digest)
         self._record_billing(context, hook, billed)
         return [done[s] for s in sources]
+
+    def _options(self) -> dict[str, Any]:
+        """The rendered options, each checked (``InputError`` names a bad one)."""
+        return {
+            "on_quota": _on_quota(self.on_quota, InputError),
+            "detect": _detect(self.detect, InputError),
+            "max_overage_pages": _overage_pages(self.max_overage_pages, InputError),
+            "max_overage_usd": _overage_usd(self.max_overage_usd, InputError),
+            "poll_interval": _poll_interval(self.poll_interval, InputError),
+        }
+
+    def _sources(self) -> list[str]:
+        """The files ``pdfs`` names; a glob that matches nothing or a folder is named."""
+        items = [self.pdfs] if isinstance(self.pdfs, str) else list(self.pdfs)
+        for item in items:
+            local = local_path(item)
+            if local is not None and local.is_dir():
+                raise InputError(
+                    f"pdfs {str(item)!r} is a folder; give a glob such as "
+                    f"{str(item).rstrip('/') + '/*.pdf'!r}, or the paths of its PDFs."
+                )
+        found: list[str] = []
+        for item in items:
+            try:
+                found.extend(expand(item, self.storage_conn_id))
+            except FileNotFoundError:  # only a glob can match nothing
+                raise MissingInput(
+                    f"No file matches the glob pdfs={str(item)!r}: check the folder and the "
+                    "pattern (a glob is case-sensitive: *.pdf does not match FORM.PDF)."
+                ) from None
+        return sorted(dict.fromkeys(found))
+
+    def _read(self, source: str) -> bytes:
+        try:
+            return read_bytes(source, self.storage_conn_id)
+        except FileNotFoundError:
+            raise MissingInput(
+                f"pdfs: {str(source)!r} does not exist; fix the path or remove it from pdfs."
+            ) from None
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> list[dict[str, Any]]:
         """Back from waiting for the quota: check again and convert what is left."""
@@ -129,28 +201,36 @@ class ConvertOperator(BaseOperator):
 
     # -- the quota guard -------------------------------------------------------------------
 
-    def _check_quota(self, hook: FillPdfHook, pdfs: list[bytes], context: Context) -> None:
+    def _check_quota(
+        self, hook: FillPdfHook, pdfs: list[bytes], context: Context, options: dict[str, Any]
+    ) -> None:
         counts = pages_of(pdfs)
-        account = hook.get_account()
+        try:
+            account = hook.get_account()
+        except NOT_RETRYABLE as exc:  # a key the service refuses: the connection to fix
+            raise InputError(f"Connection {self.fillpdf_conn_id!r}: {exc}") from None
         report_gauges(self.fillpdf_conn_id, account)
         decision = decide(
             account,
             counts,
-            self.on_quota,
-            max_overage_pages=_number(self.max_overage_pages, int),
-            max_overage_usd=_number(self.max_overage_usd, float),
+            options["on_quota"],
+            max_overage_pages=options["max_overage_pages"],
+            max_overage_usd=options["max_overage_usd"],
         )
         self.log.info("FillPDF quota: %s -> %s", decision.reason, decision.action)
-        self._act(decision, context)
+        self._act(decision, context, options)
 
-    def _late_refusal(self, exc: Exception, pdfs: list[bytes]) -> QuotaDecision:
+    def _late_refusal(
+        self, exc: Exception, pdfs: list[bytes], options: dict[str, Any]
+    ) -> QuotaDecision:
         pages = sum(pages_of(pdfs))
         if isinstance(exc, RateLimited):
             return QuotaDecision("defer", f"rate limited by the service: {exc}", pages)
-        action = "fail" if self.on_quota == "allow_overage" else self.on_quota
+        policy = options["on_quota"]
+        action = "fail" if policy == "allow_overage" else policy
         return QuotaDecision(action, f"the service refused the quota: {exc}", pages)
 
-    def _act(self, decision: QuotaDecision, context: Context) -> None:
+    def _act(self, decision: QuotaDecision, context: Context, options: dict[str, Any]) -> None:
         if decision.action == "go":
             return
         message = f"FillPDF quota: {decision.reason}."
@@ -161,7 +241,7 @@ class ConvertOperator(BaseOperator):
         self.log.info("%s Deferring until the account has room.", message)
         self.defer(
             trigger=FillPdfQuotaTrigger(
-                self.fillpdf_conn_id, decision.pages, float(self.poll_interval)
+                self.fillpdf_conn_id, decision.pages, options["poll_interval"]
             ),
             method_name="execute_complete",
         )
@@ -178,7 +258,14 @@ class ConvertOperator(BaseOperator):
         if schema is None or schema == "":
             return None
         if isinstance(schema, str) and not schema.lstrip().startswith(("[", "{")):
-            return read_bytes(schema, self.storage_conn_id).decode("utf-8")
+            try:
+                return read_bytes(schema, self.storage_conn_id).decode("utf-8")
+            except FileNotFoundError:
+                raise MissingInput(
+                    f"schema {schema!r} does not exist; give the path or URI of a schema JSON "
+                    "(e.g. an edited NAME.schema.json), the schema itself, or nothing to "
+                    "detect the fields."
+                ) from None
         return schema_text(schema)
 
     def _done(self, store: Store, source: str, digest: str | None) -> dict[str, Any] | None:
@@ -213,8 +300,8 @@ class ConvertOperator(BaseOperator):
             entry["built_from_schema"] = digest
         store.write(schema_name, json.dumps(entry, indent=2).encode())
         self.log.info(
-            "%s: %d fields on %d pages in %d ms -> %s",
-            source, entry["fields"], entry["pages"], entry["ms"], entry["fillable_pdf"],
+            "%s: %d fields on %d page%s in %d ms -> %s", source, entry["fields"],
+            entry["pages"], "" if entry["pages"] == 1 else "s", entry["ms"], entry["fillable_pdf"],
         )  # fmt: skip
         return entry
 
@@ -227,8 +314,70 @@ class ConvertOperator(BaseOperator):
                                                   "pages": pages, "at": time.time()})  # fmt: skip
 
 
-def _number(value: Any, kind: type) -> Any:
-    """A cap as given, or rendered from a template (``None`` and ``""`` mean no cap)."""
-    if value is None or value == "" or value == "None":
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and "{{" in value
+
+
+def _no_cap(value: Any) -> bool:
+    """``None``, ``""`` and a rendered ``None`` mean no cap."""
+    return value is None or value == "" or value == "None"
+
+
+def _on_quota(value: Any, error: Callable[[str], Exception]) -> str:
+    if value not in POLICIES:
+        raise error(f"on_quota must be one of {POLICIES}, not {value!r}.")
+    return value
+
+
+def _detect(value: Any, error: Callable[[str], Exception]) -> str:
+    if value not in DETECT:
+        raise error(
+            f"detect must be one of {DETECT}, not {value!r}: fields (the rules and the "
+            "trained scorer) or fields_fast (the rules alone, about three times faster)."
+        )
+    return value
+
+
+def _overage_pages(value: Any, error: Callable[[str], Exception]) -> int | None:
+    if _no_cap(value):
         return None
-    return kind(value)
+    number = _as_number(value)
+    if number is None or number < 0 or number != int(number):
+        raise error(
+            f"max_overage_pages must be a whole number of pages, 0 or more (or None for no "
+            f"cap), not {value!r}."
+        )
+    return int(number)
+
+
+def _overage_usd(value: Any, error: Callable[[str], Exception]) -> float | None:
+    if _no_cap(value):
+        return None
+    number = _as_number(value)
+    if number is None or number < 0:
+        raise error(
+            f"max_overage_usd must be an amount in USD, 0 or more (or None for no cap), "
+            f"not {value!r}."
+        )
+    return number
+
+
+def _poll_interval(value: Any, error: Callable[[str], Exception]) -> float:
+    number = _as_number(value)
+    if number is None or number <= 0:
+        raise error(
+            f"poll_interval must be a number of seconds above 0, not {value!r} (the account "
+            "is checked that often while the task waits for quota)."
+        )
+    return number
+
+
+def _as_number(value: Any) -> float | None:
+    """A finite number from a number or its text; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

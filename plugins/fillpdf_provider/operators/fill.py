@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import ast
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.forms import fit_for, fit_on, open_form
+from fillpdf_provider.client import InvalidRequest
+from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError
+from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
 from fillpdf_provider.storage import Store
+
+SHOWN_VALUE = 60  # characters of a refused value quoted in an error
 
 
 class FillOperator(BaseOperator):
     """Fill a form once.
 
     :param template: a conversion id, or the path or URI of a fillable PDF. Templated.
-    :param values: field name to value (strings; booleans for checkboxes). Templated.
+    :param values: field name to value (strings; booleans for checkboxes), or that mapping
+        as JSON text (what a template renders to unless the DAG sets
+        ``render_template_as_native_obj=True``). Templated.
     :param output_path: path or URI of the PDF to write. Templated.
     :param flatten: draw the values into the page and drop the fields.
     :param overflow: text too long for its box even at ``min_font_size``: ``error``
@@ -28,7 +36,12 @@ class FillOperator(BaseOperator):
     :param min_font_size: points text shrinks down to before ``overflow`` applies (default 4).
     :param fill_on: in api mode, ``worker`` (default: the form is filled here by the
         service's own engine) or ``service`` (a request, by conversion id).
+    :param fillpdf_conn_id: the FillPDF connection (default ``fillpdf_default``; when that
+        does not exist, the embedded engine). A named connection must exist.
     :param storage_conn_id: connection for object-storage URIs that name none.
+
+    A value the form refuses (an unknown field, a checkbox given ``"maybe"``) fails the task
+    at once, naming the key, the value and the nearest field names.
 
     XCom: ``{"output", "bytes", "sha256", "cut"}`` (``cut``: the fields whose text was cut).
     """
@@ -40,7 +53,7 @@ class FillOperator(BaseOperator):
         self,
         *,
         template: str,
-        values: Mapping[str, Any],
+        values: Mapping[str, Any] | str,
         output_path: str,
         flatten: bool = False,
         overflow: str = "error",
@@ -51,6 +64,8 @@ class FillOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         fit_for(overflow, min_font_size)  # a bad policy is a DAG error, not a run's
+        if fill_on not in FILL_ON:  # so is a bad fill_on
+            raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
         super().__init__(**kwargs)
         self.fill_on = fill_on
         self.storage_conn_id = storage_conn_id
@@ -65,16 +80,21 @@ class FillOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         import hashlib
 
+        values = self._values()
         hook = FillPdfHook(self.fillpdf_conn_id)
+        self.log.info("FillPDF: %s", hook.describe())
         fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
         form = open_form(hook, self.template, fill_on=self.fill_on,
                          conn_id=self.storage_conn_id)  # fmt: skip
         cut: tuple[str, ...] = ()
-        if fit is None:  # the service fills, with its own policy
-            data = form.fill(dict(self.values), flatten=self.flatten)
-        else:
-            filled = form.fill_result(dict(self.values), flatten=self.flatten, fit=fit)
-            data, cut = filled.pdf, filled.cut
+        try:
+            if fit is None:  # the service fills, with its own policy
+                data = form.fill(values, flatten=self.flatten)
+            else:
+                filled = form.fill_result(values, flatten=self.flatten, fit=fit)
+                data, cut = filled.pdf, filled.cut
+        except (FillPdfError, InvalidRequest) as exc:  # the same values fail every retry
+            raise InputError(self._refused(exc, values)) from None
         target = PurePosixPath(str(self.output_path))
         parent = str(self.output_path)[: -len(target.name)].rstrip("/") or "."
         Store(parent, self.storage_conn_id).write(target.name, data)
@@ -84,3 +104,41 @@ class FillOperator(BaseOperator):
                              ", ".join(cut))  # fmt: skip
         return {"output": str(self.output_path), "bytes": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(), "cut": list(cut)}  # fmt: skip
+
+    def _values(self) -> dict[str, Any]:
+        """``values`` as a mapping: given as one, or rendered to JSON (or Python) text."""
+        values = self.values
+        if isinstance(values, str):
+            values = _parse_mapping(values)
+        if not isinstance(values, Mapping):
+            shown = _short(self.values)
+            raise InputError(
+                f"values must be a mapping of field name to value, like "
+                f'{{"full_name": "Ada"}}, not {shown}. A templated value renders to text: '
+                "give JSON text, or set render_template_as_native_obj=True on the DAG."
+            )
+        return dict(values)
+
+    def _refused(self, exc: FillPdfError | InvalidRequest, values: Mapping[str, Any]) -> str:
+        """The engine's (or the service's) reason, with the key and the value it refused."""
+        field, where = exc.param, f"(template {self.template!r})"
+        if field in values:
+            return f"values[{field!r}] = {_short(values[field])}: {exc.message} {where}"
+        return f"values: {exc.message} {where}"
+
+
+def _parse_mapping(text: str) -> Any:
+    """JSON text, or the Python repr a Jinja template gives a dict; None if it is neither."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return None
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= SHOWN_VALUE else shown[: SHOWN_VALUE - 3] + "..."

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fillpdf_provider.client import InvalidRequest
+from fillpdf_provider.client import Expired, InvalidRequest, NotFound
 from fillpdf_provider.engine.appearance import OVERFLOW_POLICIES, Fit
-from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.errors import FillPdfError, NoFormError, PdfError
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.schema import Field
-from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput
 from fillpdf_provider.storage import read_bytes
 
 FILL_ON = ("worker", "service")
@@ -57,7 +57,7 @@ def fit_on(hook: FillPdfHook, fill_on: str, fit: Fit) -> Fit | None:
     if not fills_on_service(hook, fill_on):
         return fit
     if fit != Fit():
-        raise ValueError(
+        raise InputError(
             f"overflow={fit.policy!r}, min_font_size={fit.min_size:g}: the overflow policy "
             "applies to the embedded engine, which fills on the worker; with "
             "fill_on='service' the service fills each row with its own (overflow='error', "
@@ -99,23 +99,52 @@ def open_form(
     hook: FillPdfHook, template: str, *, fill_on: str = "worker", conn_id: str | None = None
 ) -> Template | ApiForm:
     """The fillable form named by ``template`` (a conversion id, a path or a URI), filled on
-    the worker or, with ``fill_on="service"`` in api mode, by the service."""
+    the worker or, with ``fill_on="service"`` in api mode, by the service. A template that
+    is missing, no PDF or no form fails at once (``InputError``, ``MissingInput``), named."""
     if fill_on not in FILL_ON:
-        raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
+        raise InputError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
     remote = fills_on_service(hook, fill_on)
     if not is_conversion_id(template):
         if remote:
-            raise ValueError(
+            raise InputError(
                 f"fill_on='service' fills a conversion by its id, and {template!r} is a file; "
                 "convert it first (ConvertOperator) and pass the conversion id, or fill on "
                 "the worker (fill_on='worker')."
             )
-        return Template(read_bytes(template, conn_id))
-    local = Template(hook.get_conversion(template).pdf)
+        return _template(read_template(template, conn_id), template)
+    try:
+        local = _template(hook.get_conversion(template).pdf, template)
+    except (NotFound, Expired) as exc:  # gone or never made: converting again is the fix
+        raise InputError(f"template {template!r}: {exc}") from None
     if not remote:
         return local
     return ApiForm(hook, local.fields, local.page_count, conversion_id=template,
                    date_formats=_date_formats(local))  # fmt: skip
+
+
+def read_template(template: str, conn_id: str | None = None) -> bytes:
+    """The bytes of a template file, or ``MissingInput`` saying what ``template`` takes."""
+    try:
+        return read_bytes(template, conn_id)
+    except (FileNotFoundError, IsADirectoryError):
+        raise MissingInput(
+            f"template {template!r}: no such file. Give the path or URI of a fillable PDF, or "
+            "a conversion id (conv_...) from ConvertOperator."
+        ) from None
+
+
+def _template(pdf: bytes, template: str) -> Template:
+    """The engine's form, or ``InputError`` naming the template and what to do instead."""
+    try:
+        return Template(pdf)
+    except NoFormError as exc:
+        raise InputError(
+            f"template {template!r}: {exc.message} To fill a flat PDF, convert it first "
+            "(ConvertOperator, or `fillpdf convert`) and fill its NAME.fillable.pdf or its "
+            "conversion id."
+        ) from None
+    except PdfError as exc:
+        raise InputError(f"template {template!r}: {exc.message}") from None
 
 
 def _date_formats(template: Template) -> dict[str, Any]:
