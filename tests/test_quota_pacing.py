@@ -161,3 +161,25 @@ def test_rate_limit_headers_are_read_against_the_servers_own_clock() -> None:
     rate = RateLimit.from_headers(headers, now=NOW + 500)  # this machine's clock is ahead
     assert rate == RateLimit(10, 0, NOW + 560)
     assert RateLimit.from_headers({"X-RateLimit-Limit": "10"}, NOW) is None
+
+
+def test_a_connection_the_trigger_cannot_use_fails_the_task_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_FILLPDF_TYPO", raising=False)
+
+    async def first_event(trigger: FillPdfQuotaTrigger) -> dict:
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("no event")
+
+    missing = asyncio.run(first_event(FillPdfQuotaTrigger("fillpdf_typo", pages=3)))
+    assert (
+        missing["status"] == "error"
+        and "'fillpdf_typo' names no connection" in (missing["message"])
+    )
+    conn = {"conn_type": "fillpdf", "host": "http://127.0.0.1:9", "password": "k",
+            "extra": {"timeout": "abc"}}  # fmt: skip
+    monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_BAD", json.dumps(conn))
+    bad = asyncio.run(first_event(FillPdfQuotaTrigger("fillpdf_bad", pages=3)))
+    assert bad["status"] == "error" and "'abc'" in bad["message"], bad

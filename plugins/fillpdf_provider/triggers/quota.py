@@ -19,7 +19,7 @@ from fillpdf_provider.client import (
     RetryPolicy,
     ServiceUnavailable,
 )
-from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingConnection
 from fillpdf_provider.quota import epoch_of
 
 RATE_SHARE = 0.5
@@ -93,7 +93,11 @@ class FillPdfQuotaTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        client = await FillPdfHook.async_client_for(self.fillpdf_conn_id)
+        try:
+            client = await FillPdfHook.async_client_for(self.fillpdf_conn_id)
+        except (InputError, MissingConnection) as exc:  # the task fails with the reason
+            yield TriggerEvent({"status": "error", "message": str(exc)})
+            return
         if client is None:
             yield TriggerEvent({"status": "ready", "reason": "embedded engine: no quota"})
             return
