@@ -69,6 +69,7 @@ def make_manifest(count: int) -> pa.Table:
             "bytes": pa.array([30_000 + i % 997 for i in range(count)], pa.int64()),
             "status": ["ok"] * count,
             "error": pa.array([None] * count, pa.string()),
+            "cut": pa.array([None] * count, pa.list_(pa.string())),
         }
     )
 
