@@ -468,10 +468,33 @@ def _cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+EXAMPLES = """\
+examples:
+  fillpdf convert flat.pdf -o form.pdf --json > conversion.json
+  fillpdf inspect form.pdf
+  fillpdf fill form.pdf --values values.json -o filled.pdf
+  fillpdf batch form.pdf rows.csv --out-dir out/ --name-template "{row}-{last_name}.pdf"
+  fillpdf keys create --plan developer --data-dir service-data
+  fillpdf serve --data-dir service-data --port 8000
+
+Each command explains itself: fillpdf COMMAND --help. Errors are one line on stderr that says
+what to do; the exit status is 1 for bad input, 2 for bad usage."""
+
+#: What ``keys --plan`` offers, in the service's plan table's words.
+PLAN_HELP = (
+    "developer (default): 25 pages a month, then refused (no overage), 10 pages a file, "
+    "10 requests a minute; pro: 60 pages, then $0.90 a page, 100 a file, 60 a minute; "
+    "scale: 400 pages, then $0.80 a page, 300 a file, 300 a minute; enterprise: no limit "
+    "but those set below"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fillpdf",
         description="Make flat PDFs fillable; inspect and fill forms, one at a time or in bulk.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -511,23 +534,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_convert)
 
-    p = commands.add_parser("inspect", help="list a form's fields")
+    p = commands.add_parser(
+        "inspect",
+        help="list a form's fields",
+        description="List the fields a user can fill: the name to fill each by (the key of "
+        "fill's values and the column name of batch's rows), its type, page and options.",
+    )
     p.add_argument("form", help="a fillable PDF")
-    p.add_argument("--json", action="store_true", help='print {"fields": [schema entries]}')
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"fields": [schema entries]} (name, type, page, rect, options, ...) '
+        "instead of a table",
+    )
     p.set_defaults(run=_cmd_inspect)
 
-    p = commands.add_parser("fill", help="fill a form with values from a JSON file")
+    p = commands.add_parser(
+        "fill",
+        help="fill a form with values from a JSON file",
+        description="Fill a form once. Values are read as batch reads cells: a checkbox takes "
+        "true/false, yes/no, 1/0, x or on/off; a radio group or choice one of its options; a "
+        "date field a date; fields left out stay as the form has them. See the field names "
+        "with fillpdf inspect.",
+    )
     p.add_argument("form", help="a fillable PDF")
-    p.add_argument("--values", required=True, help='JSON file: {"field name": value}')
-    p.add_argument("-o", "--output", required=True, help="where to write the filled PDF")
+    p.add_argument(
+        "--values",
+        required=True,
+        metavar="VALUES.json",
+        help='a JSON file holding {"field name": value}',
+    )
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT.pdf", help="where to write the filled PDF"
+    )
     p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
     _fit_flags(p)
     p.set_defaults(run=_cmd_fill)
 
-    p = commands.add_parser("batch", help="fill a form once per row of a CSV or Parquet file")
+    p = commands.add_parser(
+        "batch",
+        help="fill a form once per row of a CSV or Parquet file",
+        description="Fill a form once per row: one PDF each in --out-dir, and manifest.parquet "
+        "with every row's outcome. Columns fill the fields of the same name (also matched "
+        "lower-cased, with spaces and dashes read as _); rows whose columns match no field "
+        "are refused before anything is written. The exit status is 1 when any row failed.",
+    )
     p.add_argument("form", help="a fillable PDF")
     p.add_argument("rows", help="CSV or Parquet file; columns named like the fields")
-    p.add_argument("--out-dir", required=True, help="folder for the PDFs and manifest.parquet")
+    p.add_argument(
+        "--out-dir", required=True, metavar="DIR", help="folder for the PDFs and manifest.parquet"
+    )
     p.add_argument(
         "--name-template",
         default="{row}.pdf",
@@ -566,7 +622,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_batch)
 
-    p = commands.add_parser("serve", help="run the FillPDF HTTP API (/v1)")
+    p = commands.add_parser(
+        "serve",
+        help="run the FillPDF HTTP API (/v1)",
+        description="Run the FillPDF HTTP API (/v1, its reference at /v1/docs). Keys, usage "
+        "and conversions live in the data folder (or the database of --database-url); make a "
+        "key first with fillpdf keys create and the same --data-dir.",
+    )
     _store_flags(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
@@ -584,15 +646,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a stop (SIGTERM) waits for requests in progress (default 30, or "
         "FILLPDF_SHUTDOWN_GRACE)",
     )
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="the least severe log line written, as JSON on stderr (default info: one line "
+        "per request)",
+    )
     p.set_defaults(run=_cmd_serve)
 
-    p = commands.add_parser("keys", help="create, list or revoke API keys of the service")
-    p.add_argument("action", choices=("create", "list", "revoke"))
+    p = commands.add_parser(
+        "keys",
+        help="create, list or revoke API keys of the service",
+        description="Manage the service's API keys in its data folder. A key is shown once, "
+        "when it is made, and stored only as a hash: keep it where your clients read it (an "
+        "Airflow connection's password).",
+    )
+    p.add_argument(
+        "action",
+        choices=("create", "list", "revoke"),
+        help="create: make a key (and its account, unless --account); list: every key with "
+        "its account, plan and state; revoke: refuse a key from now on",
+    )
     p.add_argument("key_id", nargs="?", help="revoke: the key id (or the whole key)")
     _store_flags(p)
     p.add_argument(
-        "--plan", default="developer", choices=("developer", "pro", "scale", "enterprise")
+        "--plan",
+        default="developer",
+        choices=("developer", "pro", "scale", "enterprise"),
+        help=f"create: the new account's plan. {PLAN_HELP}",
     )
     p.add_argument("--account", help="add the key to this existing account instead")
     p.add_argument(
@@ -600,12 +682,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="register this key instead of making one (for deployments that keep the key "
         "in a secret); does nothing if it is already registered",
     )
-    enterprise = p.add_argument_group("enterprise account settings")
-    enterprise.add_argument("--pages-included", type=int)
-    enterprise.add_argument("--overage-rate", type=float, help="USD per page past the included")
-    enterprise.add_argument("--max-pages", type=int, help="pages per file")
-    enterprise.add_argument("--rate-limit", type=int, help="requests per minute")
-    enterprise.add_argument("--hard-stop", action="store_true", help="refuse past the quota")
+    enterprise = p.add_argument_group(
+        "enterprise account settings", "with --plan enterprise; each left out sets no limit"
+    )
+    enterprise.add_argument(
+        "--pages-included", type=int, metavar="PAGES", help="pages included each month"
+    )
+    enterprise.add_argument(
+        "--overage-rate", type=float, metavar="USD", help="USD per page past the included"
+    )
+    enterprise.add_argument("--max-pages", type=int, metavar="PAGES", help="pages per file")
+    enterprise.add_argument("--rate-limit", type=int, metavar="N", help="requests per minute")
+    enterprise.add_argument(
+        "--hard-stop", action="store_true", help="refuse conversions past the included pages"
+    )
     p.set_defaults(run=_cmd_keys)
     return parser
 
@@ -629,8 +719,15 @@ def _fit_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _store_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", help="service data folder (or FILLPDF_DATA_DIR)")
-    p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the data dir)")
+    p.add_argument(
+        "--data-dir", metavar="DIR", help="the service's data folder (or FILLPDF_DATA_DIR)"
+    )
+    p.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="SQLAlchemy URL, e.g. postgresql://... for several servers (default: SQLite in "
+        "the data folder)",
+    )
 
 
 #: Commands that read or fill one form and end. The cyclic garbage collector pauses while
