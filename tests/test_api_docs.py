@@ -1,10 +1,12 @@
-"""docs/api.md against the service's own OpenAPI document and error table, so they can't drift.
+"""docs/api.md against the service's own OpenAPI document and the API's error table, so they
+can't drift.
 
 The document is built by ``create_app(...).openapi()`` (what ``/v1/openapi.json`` serves),
 without starting a server. Every operation must have a ``### `METHOD /path``` section that
 lists each error status it declares (``| 404 | `not_found` |``, the type taken from
-``errors.STATUS``) and a curl example; every type of ``errors.STATUS`` must be in the docs
-with its status; and every ``METHOD /v1/...`` the docs mention must be a real operation.
+``api_errors.ERROR_TYPES``) and a curl example; every type of that table must be in the docs'
+table of error types with its status and its meaning; and every ``METHOD /v1/...`` the docs
+mention must be a real operation.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from typing import Any
 
 import pytest
 
+from fillpdf_provider.api_errors import ERROR_TYPES
 from fillpdf_provider.service.app import create_app
-from fillpdf_provider.service.errors import STATUS
 from fillpdf_provider.service.settings import MB, Settings
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
-TYPE_OF = {status: error_type for error_type, status in STATUS.items()}
+TYPE_OF = {entry.status: error_type for error_type, entry in ERROR_TYPES.items()}
 HEADING = re.compile(r"^### `([A-Z]+) (/\S+)`$", re.MULTILINE)
 MENTION = re.compile(r"\b(GET|PUT|POST|DELETE|PATCH|HEAD|OPTIONS)\s+(/v1/[^\s`\"'),;]*)")
+ERROR_ROW = re.compile(r"^\s*\| (\d{3}) \| `(\w+)` \| (.*) \|$", re.MULTILINE)
 CURL_URL = re.compile(r'"\$FILLPDF_URL(/v1/[^"?]*)')
 
 
@@ -123,11 +126,28 @@ def test_each_section_lists_its_errors_and_has_an_example(
 
 
 def test_every_error_type_is_documented_with_its_status(openapi: dict[str, Any], docs: str) -> None:
-    missing = [_error_row(status) for status in STATUS.values() if _error_row(status) not in docs]
+    assert len(TYPE_OF) == len(ERROR_TYPES), "two error types share a status"
+    missing = [
+        _error_row(entry.status)
+        for entry in ERROR_TYPES.values()
+        if _error_row(entry.status) not in docs
+    ]
     assert not missing, f"error types missing from docs/api.md: {missing}"
     answered = {int(s) for op in _operations(openapi).values() for s in op["responses"]}
     untyped = sorted(s for s in answered if s >= 400 and s not in TYPE_OF)
     assert not untyped, f"the OpenAPI declares statuses with no error type: {untyped}"
+
+
+def test_the_docs_table_of_error_types_is_the_apis(docs: str) -> None:
+    """The table of every error type (under "Every request") is the API's, row for row: each
+    type with its status and its meaning, and no other row."""
+    start = docs.index("\n## Every request\n")
+    section = docs[start : docs.index("\n## ", start + 1)]
+    rows = ERROR_ROW.findall(section)
+    documented = {error_type: (int(status), meaning) for status, error_type, meaning in rows}
+    assert len(documented) == len(rows), "an error type has two rows"
+    expected = {name: (entry.status, entry.meaning) for name, entry in ERROR_TYPES.items()}
+    assert documented == expected
 
 
 def test_limits_and_headers_are_documented(openapi: dict[str, Any], docs: str) -> None:

@@ -1,5 +1,6 @@
 """The client's answers to 408 and 503: typed exceptions like every other error type, and a 503
-retried after the server's Retry-After (as a 429 is), never after the key's rate window."""
+retried after the server's Retry-After (as a 429 is), never after the key's rate window. And
+its exception classes: exactly one for each error type of the API's table."""
 
 from __future__ import annotations
 
@@ -8,8 +9,13 @@ import time
 import httpx
 import pytest
 
+from fillpdf_provider import client as client_module
+from fillpdf_provider.api_errors import ERROR_TYPES
 from fillpdf_provider.client import (
+    ERRORS,
+    FillPdfApiError,
     FillPdfClient,
+    MethodNotAllowed,
     RequestTimeout,
     RetryPolicy,
     ServiceUnavailable,
@@ -74,3 +80,34 @@ def test_a_408_is_retried_then_raised_typed() -> None:
         client.get_account()
     assert len(calls) == 3
     assert caught.value.status == 408 and caught.value.request_id == "req_test"
+
+
+def test_one_exception_class_per_error_type_of_the_api() -> None:
+    classes = [
+        value
+        for value in vars(client_module).values()
+        if isinstance(value, type)
+        and issubclass(value, FillPdfApiError)
+        and value is not FillPdfApiError
+        and value.__module__ == client_module.__name__
+    ]
+    assert sorted(cls.error_type for cls in classes) == sorted(ERROR_TYPES)
+    assert {cls.error_type: cls for cls in classes} == ERRORS
+    for error_type, cls in ERRORS.items():
+        assert cls.http_status == ERROR_TYPES[error_type].status, cls
+        error = error_for(error_type, "A test.", status=cls.http_status)
+        assert type(error) is cls and error.status == cls.http_status
+
+
+def test_a_405_is_method_not_allowed() -> None:
+    calls: list[float] = []
+    wrong = _error(405, "method_not_allowed", {"Allow": "GET"})
+    with _client([wrong], calls, retry=QUICK) as client, pytest.raises(MethodNotAllowed) as caught:
+        client.get_account()
+    assert len(calls) == 1  # never retried: the same method is refused again
+    assert caught.value.status == 405 and caught.value.headers["allow"] == "GET"
+
+
+def test_an_unknown_error_type_is_the_base_class() -> None:
+    error = error_for("teapot", "Short and stout.", status=418)
+    assert type(error) is FillPdfApiError and error.status == 418

@@ -25,11 +25,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Union
+from typing import IO, Any, ClassVar, Union
 
 import httpx
 
 from fillpdf_provider import __version__
+from fillpdf_provider.api_errors import status_of
 from fillpdf_provider.engine.schema import Field
 
 PdfSource = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
@@ -45,9 +46,19 @@ RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 
 
 class FillPdfApiError(Exception):
-    """An answer other than 2xx from the API, or no answer at all."""
+    """An answer other than 2xx from the API, or no answer at all.
 
-    error_type = "api_error"
+    Each subclass names its API error type; its ``http_status`` is that type's status in
+    ``fillpdf_provider.api_errors``. ``status`` is the status of the answer received, and
+    ``None`` when there was none (no answer, or the embedded engine raised it).
+    """
+
+    error_type: ClassVar[str] = "api_error"
+    http_status: ClassVar[int] = status_of("api_error")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.http_status = status_of(cls.error_type)  # a type the API lacks fails at import
 
     def __init__(
         self,
@@ -88,6 +99,12 @@ class Forbidden(FillPdfApiError):
 
 class NotFound(FillPdfApiError):
     error_type = "not_found"
+
+
+class MethodNotAllowed(FillPdfApiError):
+    """A known path called with another method; the ``Allow`` header lists those it takes."""
+
+    error_type = "method_not_allowed"
 
 
 class Expired(FillPdfApiError):
@@ -148,6 +165,7 @@ class ServiceUnavailable(FillPdfApiError):
         return _retry_after(self.headers)
 
 
+#: The exception class of each error type of ``fillpdf_provider.api_errors``, in its order.
 ERRORS: dict[str, type[FillPdfApiError]] = {
     cls.error_type: cls
     for cls in (
@@ -156,13 +174,14 @@ ERRORS: dict[str, type[FillPdfApiError]] = {
         QuotaExceeded,
         Forbidden,
         NotFound,
+        MethodNotAllowed,
+        RequestTimeout,
         Expired,
         PayloadTooLarge,
         UnsupportedFile,
         RateLimited,
         ApiServerError,
         EngineError,
-        RequestTimeout,
         ServiceUnavailable,
     )
 }

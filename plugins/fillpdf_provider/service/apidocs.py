@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 
-from fillpdf_provider.service.errors import STATUS
+from fillpdf_provider.api_errors import ERROR_TYPES
 
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
@@ -167,7 +167,10 @@ def _authentication(openapi: dict[str, Any]) -> str:
 
 
 def _errors() -> str:
-    rows = [(f"<code>{status}</code>", f"<code>{kind}</code>") for kind, status in STATUS.items()]
+    rows = [
+        (f"<code>{entry.status}</code>", f"<code>{kind}</code>")
+        for kind, entry in ERROR_TYPES.items()
+    ]
     rows.sort()
     return (
         "<h2>Errors</h2><p>Every answer other than 2xx has the body "
@@ -179,7 +182,7 @@ def _errors() -> str:
 
 
 def _error_types(status: str) -> list[str]:
-    return [kind for kind, code in STATUS.items() if str(code) == status]
+    return [kind for kind, entry in ERROR_TYPES.items() if str(entry.status) == status]
 
 
 def _resolver(openapi: dict[str, Any]) -> Callable[[Any], Any]:

@@ -1,25 +1,17 @@
-"""The API's errors: one exception type, one JSON body, the contract's status codes."""
+"""The API's errors: one exception type, one JSON body, the status of its type.
+
+The types and their statuses are the table of ``fillpdf_provider.api_errors``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-STATUS: dict[str, int] = {
-    "invalid_request": 400,
-    "authentication_error": 401,
-    "quota_exceeded": 402,
-    "forbidden": 403,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "request_timeout": 408,
-    "expired": 410,
-    "payload_too_large": 413,
-    "unsupported_file": 415,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "engine_error": 502,
-    "service_unavailable": 503,
-}
+from fillpdf_provider.api_errors import status_of
+
+if TYPE_CHECKING:
+    from fillpdf_provider.service.isolation import EngineFailure
 
 
 class ApiError(Exception):
@@ -39,13 +31,18 @@ class ApiError(Exception):
         param = _encodable(param) if param is not None else None
         super().__init__(message)
         self.error_type = error_type
-        self.status = STATUS[error_type]
+        self.status = status_of(error_type)
         self.message = message
         self.param = param
         self.headers = dict(headers or {})
 
     def body(self) -> dict[str, object]:
         return {"error": {"type": self.error_type, "message": self.message, "param": self.param}}
+
+
+def engine_error(failure: EngineFailure, source: str) -> ApiError:
+    """The API error for what a PDF child reported about the request field ``source``."""
+    return ApiError(failure.error_type, failure.message, param=failure.param or source)
 
 
 def _encodable(text: str) -> str:

@@ -24,6 +24,13 @@ MAX_TEXT_FIELD = 1024
 MAX_PARTS = 16
 #: Small text parts taken besides those with their own limit: POST /v1/convert's ``detect``.
 DEFAULT_TEXT_FIELDS = ("detect",)
+#: A PDF's ``%PDF-`` header must start within its first this many bytes.
+PDF_MAGIC_WINDOW = 1024
+
+
+def has_pdf_header(data: bytes) -> bool:
+    """Whether ``data`` (a file's first bytes, or all of them) starts like a PDF."""
+    return b"%PDF-" in data[:PDF_MAGIC_WINDOW]
 
 
 @dataclass

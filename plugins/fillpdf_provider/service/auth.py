@@ -1,0 +1,61 @@
+"""Who is calling: the API key (401), then that key's requests per minute (429).
+
+Both run before anything reads the request's body, so a refused caller costs no upload.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from fastapi import Depends, Request
+
+from fillpdf_provider.service import ratelimit
+from fillpdf_provider.service.errors import ApiError
+from fillpdf_provider.service.keys import Caller, authenticate
+from fillpdf_provider.service.state import Service, service_of
+
+
+def _authenticate_and_count(
+    service: Service, authorization: str | None
+) -> tuple[Caller | None, ratelimit.RateState | None]:
+    """The caller and its rate state after counting this request; ``(None, None)`` if no key.
+
+    One connection for both; the read runs before the count's write transaction, so SQLite
+    never has to upgrade a read snapshot to a write (which fails under load).
+    """
+    with service.db.connect() as conn:
+        caller = authenticate(conn, authorization)
+        if caller is None:
+            return None, None
+        state = ratelimit.hit(conn, caller.key_id, caller.plan.rate_limit_per_minute, service.now())
+        conn.commit()
+    return caller, state
+
+
+async def authorize(request: Request) -> Caller:
+    """The caller of an authenticated route; its rate-limit headers go on the answer."""
+    authorization = request.headers.get("authorization")
+    caller, rate = await anyio.to_thread.run_sync(
+        _authenticate_and_count, service_of(request), authorization
+    )
+    if caller is None or rate is None:
+        raise ApiError(
+            "authentication_error",
+            "Send a valid API key as 'Authorization: Bearer fpk_...'; keys are created with "
+            "`fillpdf keys create`.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    request.state.account_id = caller.account_id
+    request.state.rate_headers = rate.headers()
+    if not rate.allowed:
+        raise ApiError(
+            "rate_limit_error",
+            f"Over {rate.limit} requests per minute for this key; retry after "
+            f"{rate.retry_after} s (X-RateLimit-Reset).",
+        )
+    return caller
+
+
+#: A route parameter of this type makes the route authenticated and rate limited.
+Authorized = Annotated[Caller, Depends(authorize)]

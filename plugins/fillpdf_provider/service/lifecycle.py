@@ -1,0 +1,120 @@
+"""A server's life: registered and recovered at start, a heartbeat and a sweeper while it
+serves, its children stopped and its work given back when it stops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+
+import anyio
+from fastapi import FastAPI
+
+from fillpdf_provider.service import conversions, isolation, ratelimit, recovery
+from fillpdf_provider.service.logs import log
+from fillpdf_provider.service.settings import SERVER_PID_VARIABLE
+from fillpdf_provider.service.state import Service
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+
+def lifespan_of(service: Service) -> Lifespan:
+    """The app's ``lifespan``: ``start`` before the first request, ``stop`` after the last."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await start(service, tasks)
+            yield
+        finally:
+            await _cancel(tasks)
+            stop(service)
+
+    return lifespan
+
+
+async def start(service: Service, tasks: list[asyncio.Task[None]]) -> None:
+    """Register this server, clear what dead ones left, and start the PDF workers.
+
+    The heartbeat starts first: other hosts must not take a slow start for a dead server.
+    """
+    if os.environ.get(SERVER_PID_VARIABLE, str(os.getpid())) != str(os.getpid()):
+        isolation.die_with_parent()  # a worker of `fillpdf serve --workers N`: die with it
+    await anyio.to_thread.run_sync(recovery.register, service.db, service.instance)
+    tasks.append(asyncio.create_task(heartbeat_forever(service)))
+    await anyio.to_thread.run_sync(lambda: _recover(service, scan_files=True))
+    await service.pool.warm_up()
+    tasks.append(asyncio.create_task(sweep_forever(service)))
+
+
+def stop(service: Service) -> None:
+    """Stop every child and give back what this server still holds."""
+    service.pool.close()
+    settings = service.settings
+    left = recovery.unregister(
+        service.db, service.instance, settings.files_dir, settings.uploads_dir
+    )
+    if left:
+        left.log("stopped with work in progress; it was given back")
+
+
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _recover(service: Service, *, scan_files: bool) -> None:
+    """Take back what dead servers left (and, with ``scan_files``, files nothing owns)."""
+    settings = service.settings
+    recovery.recover(
+        service.db,
+        service.instance,
+        settings.files_dir,
+        settings.uploads_dir,
+        scan_files=scan_files,
+    )
+
+
+async def heartbeat_forever(service: Service) -> None:
+    """Tell the other servers this one is alive, every ``recovery.HEARTBEAT_S``."""
+    while True:
+        await asyncio.sleep(recovery.HEARTBEAT_S)
+        try:
+            await anyio.to_thread.run_sync(recovery.heartbeat, service.db, service.instance)
+        except Exception:
+            logging.getLogger("fillpdf.service").exception("heartbeat failed; retrying")
+
+
+async def sweep_forever(service: Service) -> None:
+    """Sweep every ``sweep_interval_s``; a failed sweep is logged and tried again."""
+    while True:
+        try:
+            await _sweep(service)
+        except Exception:
+            logging.getLogger("fillpdf.service").exception("sweeper failed; retrying")
+        await asyncio.sleep(service.settings.sweep_interval_s)
+
+
+async def _sweep(service: Service) -> None:
+    """Delete expired conversions and old rate windows, and recover from dead servers."""
+    settings = service.settings
+    now = service.now()
+    swept = await anyio.to_thread.run_sync(
+        conversions.sweep,
+        service.db,
+        settings.files_dir,
+        now,
+        settings.retention_seconds,
+    )
+    await anyio.to_thread.run_sync(ratelimit.forget_before, service.db, now)
+    if swept:
+        log(logging.INFO, "swept expired conversions", count=swept)
+    await anyio.to_thread.run_sync(lambda: _recover(service, scan_files=False))
