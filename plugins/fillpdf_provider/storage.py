@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import getpass
 import glob
 import os
 import shutil
@@ -67,16 +68,29 @@ def local_path(location: str | os.PathLike[str]) -> Path | None:
     return Path(parts.path) if parts.scheme.lower() in LOCAL_PROTOCOLS else None
 
 
+class NotAFile(FileNotFoundError, IsADirectoryError):
+    """A folder where a file was expected. A ``FileNotFoundError`` too, so a caller that
+    names a missing input names this one as well (with this message, which says why)."""
+
+
 def read_bytes(location: str | os.PathLike[str], conn_id: str | None = None) -> bytes:
+    """The contents of a file or an object; a missing one, a folder and one the worker may
+    not read are refused naming ``location`` and what to do."""
     local = local_path(location)
     if local is not None:
         if not local.is_file():
-            raise FileNotFoundError(f"No such file: {location}")
-        return local.read_bytes()
+            raise missing(location, conn_id)
+        try:
+            return local.read_bytes()
+        except PermissionError:
+            raise _refused(location, conn_id) from None
     path = storage_path(location, conn_id)
-    if not path.is_file():
-        raise FileNotFoundError(f"No such object: {location}")
-    return path.read_bytes()
+    try:
+        if not path.is_file():
+            raise missing(location, conn_id)
+        return path.read_bytes()
+    except PermissionError:
+        raise _refused(location, conn_id) from None
 
 
 @contextlib.contextmanager
@@ -84,18 +98,74 @@ def readable(location: str | os.PathLike[str], conn_id: str | None = None) -> It
     """A local file with the contents of ``location`` (remote files are copied, then removed)."""
     local = local_path(location)
     if local is not None:
-        if not local.exists():
-            raise FileNotFoundError(f"No such file: {location}")
+        if not local.exists() or local.is_dir():  # a pipe is read as it is
+            raise missing(location, conn_id)
         yield local
         return
     source = storage_path(location, conn_id)
-    if not source.is_file():
-        raise FileNotFoundError(f"No such object: {location}")
     with tempfile.TemporaryDirectory(prefix="fillpdf-in-") as folder:
         target = Path(folder) / source.name
-        with source.open("rb") as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst, COPY_BUFFER)
+        try:
+            if not source.is_file():
+                raise missing(location, conn_id)
+            with source.open("rb") as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst, COPY_BUFFER)
+        except PermissionError:
+            raise _refused(location, conn_id) from None
         yield target
+
+
+def missing(location: str | os.PathLike[str], conn_id: str | None = None) -> FileNotFoundError:
+    """The error for a file that is not at ``location``: where it was looked for, and what
+    to do (a folder is ``NotAFile``, with its own fix)."""
+    shown = repr(str(location))
+    local = local_path(location)
+    if local is not None:
+        if local.is_dir():
+            return NotAFile(f"{shown} is a folder, not a file; give the path of a file in it.")
+        where = f" (relative to the working directory {os.getcwd()!r})"
+        return FileNotFoundError(
+            f"{shown} does not exist{where if not local.is_absolute() else ''}; check the "
+            "path. It is read on the worker: the file must be on the worker's disk, or give "
+            "a URI the worker can reach (s3://bucket/key)."
+        )
+    with contextlib.suppress(Exception):  # only to tell a folder: the answer is "missing"
+        if storage_path(location, conn_id).is_dir():
+            return NotAFile(
+                f"{shown} is a folder (objects under that prefix), not an object; give the URI "
+                "of an object in it."
+            )
+    return FileNotFoundError(
+        f"{shown} does not exist (no such object, looked up {_through(location, conn_id)}); "
+        "check the bucket and the key, and that the connection reaches that store."
+    )
+
+
+def _refused(location: str | os.PathLike[str], conn_id: str | None) -> PermissionError:
+    shown = repr(str(location))
+    if local_path(location) is not None:
+        return PermissionError(
+            f"{shown} cannot be read: permission denied. Make it readable by the user the "
+            f"worker runs as{_user()}, or copy it where the worker can read it."
+        )
+    return PermissionError(
+        f"{shown} cannot be read: the store refused access ({_through(location, conn_id)}); "
+        "give that connection read access to it, or name another connection in the URI "
+        "(s3://CONN_ID@bucket/key)."
+    )
+
+
+def _through(location: str | os.PathLike[str], conn_id: str | None) -> str:
+    """Which connection a remote location is reached through, for a message."""
+    conn = storage_path(location, conn_id).conn_id
+    return f"through connection {conn!r}" if conn else "with no connection"
+
+
+def _user() -> str:
+    try:
+        return f" ({getpass.getuser()!r})"
+    except (KeyError, OSError):  # no name for the uid (a container's arbitrary user)
+        return ""
 
 
 class Store:
@@ -233,14 +303,21 @@ class Store:
 
 def expand(patterns: str | list[str], conn_id: str | None = None) -> list[str]:
     """Paths, globs and URIs to a sorted list of files (a glob that matches nothing is an
-    error: a typo should not look like an empty inbox)."""
+    error: a typo should not look like an empty inbox; so is a local folder, which is no
+    file and whose files a glob names)."""
     items = [patterns] if isinstance(patterns, str) else list(patterns)
     found: list[str] = []
     for item in items:
+        local = local_path(item)
         if not any(ch in str(item) for ch in "*?["):
+            if local is not None and local.is_dir():
+                example = str(item).rstrip("/") + "/*.pdf"
+                raise NotAFile(
+                    f"{str(item)!r} is a folder; give a glob such as {example!r} for the PDFs "
+                    "in it, or the paths of its files."
+                )
             found.append(str(item))
             continue
-        local = local_path(item)
         if local is not None:
             matches = sorted(glob.glob(str(local)))
         else:
@@ -251,6 +328,23 @@ def expand(patterns: str | list[str], conn_id: str | None = None) -> list[str]:
             found_paths = (p.path[len(base) :].lstrip("/") for p in root.glob(pattern))
             matches = sorted(f"{prefix}/{rest}" for rest in found_paths)
         if not matches:
-            raise FileNotFoundError(f"No file matches {item!r}.")
+            raise FileNotFoundError(_no_match(str(item), local, conn_id))
         found.extend(matches)
     return sorted(dict.fromkeys(found))
+
+
+def _no_match(item: str, local: Path | None, conn_id: str | None) -> str:
+    """Why a glob matched nothing, as far as can be told, and what to check."""
+    why = ""
+    if local is not None:
+        folder = local
+        while any(ch in str(folder) for ch in "*?["):  # the folder the pattern starts in
+            folder = folder.parent
+        if not folder.exists():
+            why = f" (the folder {str(folder)!r} does not exist)"
+    else:
+        why = f" (looked up {_through(item, conn_id)})"
+    return (
+        f"No file matches {item!r}{why}: check the folder and the pattern (a glob is "
+        "case-sensitive: *.pdf does not match FORM.PDF)."
+    )

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Protocol
 
@@ -51,6 +52,8 @@ MANIFEST_SCHEMA = pa.schema(
     ]
 )
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
+SHOWN_COLUMNS = 20  # columns a name-template error lists; the rest are counted
+EXAMPLE_NAMES = "{row}.pdf or {id}-{last_name}.pdf"
 
 
 @dataclass
@@ -180,7 +183,9 @@ def read_batches(path: str | os.PathLike[str], batch_rows: int = 2048) -> Iterat
     """Record batches of a CSV (every column read as text) or Parquet file."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"No such rows file: {path}")
+        raise FileNotFoundError(
+            f"No such rows file: {path}. Give the path or URI of a CSV, TSV or Parquet file."
+        )
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
@@ -253,20 +258,56 @@ class OutputNames:
         self._used: set[str] = set()
 
     def check(self, columns: list[str]) -> None:
-        """Fail before any row is filled when the pattern names a column the rows lack."""
-        self.name(0, dict.fromkeys(columns, "x"))
-        self._used.clear()
+        """Fail before any row is filled when the pattern names a column the rows lack, or
+        is no template at all: every row would fail the same way."""
+        self._format(0, dict.fromkeys(columns, "x"))
 
-    def name(self, row: int, cells: Mapping[str, object]) -> str:
+    def _format(self, row: int, cells: Mapping[str, object]) -> str:
         try:
-            raw = self.pattern.format(
+            return self.pattern.format(
                 row=row, **{k: "" if v is None else v for k, v in cells.items()}
             )
-        except (KeyError, IndexError, ValueError) as exc:
+        except KeyError as exc:
+            raise ValueError(self._not_a_column(str(exc.args[0]), list(cells))) from None
+        except IndexError:
             raise ValueError(
-                f"The name template {self.pattern!r} names {exc}, which is not a column; "
-                "use {row} or a column name."
+                f"The name template {self.pattern!r} has an empty or numbered placeholder; "
+                f"put {{row}} or a column name in the braces, e.g. {EXAMPLE_NAMES}."
+            ) from None
+        except TypeError as exc:
+            if "row" not in cells:
+                raise
+            raise ValueError(
+                f"The rows have a column named 'row', which the name template "
+                f"{self.pattern!r} cannot tell from {{row}}, the row's number; rename that "
+                "column."
             ) from exc
+        except (ValueError, AttributeError) as exc:
+            raise ValueError(
+                f"The name template {self.pattern!r} is not a valid template ({exc}); write "
+                f"{{row}} or a column name in braces, e.g. {EXAMPLE_NAMES}, and double a "
+                "brace meant literally ({{ or }})."
+            ) from None
+
+    def _not_a_column(self, name: str, columns: list[str]) -> str:
+        """The column the pattern names, the nearest the rows have, and all of theirs."""
+        near = [c for c in columns if c.casefold() == name.casefold()]
+        near = near or get_close_matches(name, [*columns, "row"], n=1, cutoff=0.6)
+        hint = f"; did you mean {{{near[0]}}}?" if near else "."
+        if columns:
+            listed = ", ".join(columns[:SHOWN_COLUMNS])
+            more = len(columns) - SHOWN_COLUMNS
+            have = f"The rows' columns: {listed}" + (f", and {more} more." if more > 0 else ".")
+        else:
+            have = "The rows have no columns (the first line must name them)."
+        return (
+            f"The name template {self.pattern!r} names {{{name}}}, which is not a column of "
+            f"the rows{hint} {have} Use {{row}} for the row's number and {{column}} for a "
+            "column's value."
+        )
+
+    def name(self, row: int, cells: Mapping[str, object]) -> str:
+        raw = self._format(row, cells)
         stem = _UNSAFE.sub("_", raw[:-4]).strip(" ._") or f"row-{row}"
         candidate, n = f"{stem[:150]}.pdf", 1
         while candidate.casefold() in self._used:

@@ -37,6 +37,7 @@ from fillpdf_provider.engine.errors import (
     NoFormError,
     TextOverflowError,
     UnknownFieldError,
+    _close_names,
 )
 from fillpdf_provider.engine.form import (
     FormField,
@@ -813,27 +814,82 @@ def _simple_font(font: object) -> fonts.SimpleFont | None:
 
 
 def _validate(form_field: FormField, value: object) -> None:
+    """Refuse a value its field cannot take, quoting the value and saying what it takes."""
     kind = form_field.kind
     if kind == "checkbox":
         if not isinstance(value, bool):
             raise FieldValueError(
-                form_field.name, f"a checkbox takes true or false, not {type(value).__name__}."
+                form_field.name,
+                f"a checkbox takes true or false, not {_given(value)}; give true to tick it "
+                "or false to leave it clear.",
             )
         return
     if not isinstance(value, str):
-        raise FieldValueError(
-            form_field.name, f"a {kind} field takes a string, not {type(value).__name__}."
-        )
+        raise FieldValueError(form_field.name, _not_a_string(form_field, value))
     if kind in ("radio", "choice"):
         if value not in (form_field.options or ()):
-            shown = ", ".join(repr(o) for o in (form_field.options or ())[:12])
-            raise FieldValueError(form_field.name, f"{value!r} is not one of the options: {shown}.")
+            raise FieldValueError(
+                form_field.name,
+                f"{_quoted(value)} is not one of the options: {_options(form_field)}"
+                f"{_option_hint(form_field, value)}",
+            )
         return
     if form_field.max_length is not None and len(value) > form_field.max_length:
+        limit = form_field.max_length
         raise FieldValueError(
             form_field.name,
-            f"{len(value)} characters is over the limit of {form_field.max_length}.",
+            f"{_quoted(value)} is {len(value)} characters, over the field's limit of {limit}; "
+            f"shorten it to at most {limit}.",
         )
+
+
+#: Characters of a refused value an error quotes: enough to recognise it, never a whole
+#: document in a log line or a manifest.
+SHOWN_VALUE = 40
+SHOWN_OPTIONS = 12
+
+
+def _quoted(value: object) -> str:
+    """``value`` as an error quotes it: its repr, cut to ``SHOWN_VALUE`` characters."""
+    text = repr(value)
+    if len(text) <= SHOWN_VALUE:
+        return text
+    return text[: SHOWN_VALUE - 4] + "..." + text[-1]  # keeps the closing quote or bracket
+
+
+def _given(value: object) -> str:
+    """``'maybe' (a str)``: a value of the wrong type, and that type."""
+    kind = type(value).__name__
+    return f"{_quoted(value)} ({'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind})"
+
+
+def _options(form_field: FormField) -> str:
+    """The field's options as a value must spell them (in full: they are to be copied)."""
+    options = form_field.options or ()
+    shown = ", ".join(repr(o) for o in options[:SHOWN_OPTIONS])
+    more = len(options) - SHOWN_OPTIONS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _option_hint(form_field: FormField, value: str) -> str:
+    """What the value was probably meant to be: the option whose shown text it is, one
+    that differs only in case, or the nearest; else a plain end of sentence."""
+    options = list(form_field.options or ())
+    for option in options:
+        if form_field.displays.get(option) == value and option != value:
+            return f"; {value!r} is the text shown for {option!r}: give the option, {option!r}."
+    near = [o for o in options if o.casefold() == value.casefold()] or _close_names(value, options)
+    return f"; did you mean {near[0]!r}?" if near else "."
+
+
+def _not_a_string(form_field: FormField, value: object) -> str:
+    kind = form_field.kind
+    if kind in ("radio", "choice"):
+        return f"a {kind} field takes a string, one of {_options(form_field)}; not {_given(value)}."
+    limit = form_field.max_length
+    within = f" of at most {limit} characters" if limit is not None else ""
+    what = "the date as text" if kind == "date" else "the value as text"
+    return f"a {kind} field takes a string, not {_given(value)}; give {what}{within}."
 
 
 def create_temp(folder: str | os.PathLike[str] | None, prefix: str, suffix: str) -> tuple[int, str]:

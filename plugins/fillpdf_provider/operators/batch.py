@@ -10,8 +10,10 @@ each live in object storage: no task reads a local disk another task wrote.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +28,14 @@ from fillpdf_provider.engine.batch import (
     MANIFEST_SCHEMA,
     BatchSummary,
     OutputNames,
+    RowError,
     fill_rows,
     read_batches,
     total_rows,
 )
 from fillpdf_provider.engine.batch import count_rows as count_local_rows
-from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput
 from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
 from fillpdf_provider.storage import Store, readable
 
@@ -40,11 +44,40 @@ CHUNK_MANIFESTS = "_manifests"
 MERGED_NAME = "merged.pdf"
 ZIP_NAME = "filled.zip"
 SHOWN_ERRORS = 10  # failed rows named in a log or an exception; the rest are counted
+SHOWN_NAMES = 5  # file names two chunks both wrote, named in the merge's refusal
+ROWS_TAKE = "rows takes the path or URI of a CSV or Parquet file, one row per PDF."
+LIMIT_FIX = (
+    "give 0 (no failed row allowed), a whole count of rows, or a fraction of the rows "
+    "below 1 (0.01: one row in a hundred)."
+)
+ON_ERROR = {
+    "skip": "'skip' records a bad row in the manifest and goes on",
+    "fail": "'fail' stops the task at the first bad row",
+}
+FORMATS = {
+    "files": "'files' (one PDF per row)",
+    "merged": "'merged' (one flattened PDF of every row)",
+    "zip": "'zip' (the PDFs in one archive)",
+}
+
+
+@contextlib.contextmanager
+def rows_file(rows: str, conn_id: str | None = None) -> Iterator[Path]:
+    """``readable`` for the ``rows`` option: a file that is missing or a folder fails the
+    task at once (``MissingInput``), and one it may not read too (``InputError``), named."""
+    with contextlib.ExitStack() as stack:
+        try:
+            path = stack.enter_context(readable(rows, conn_id))
+        except FileNotFoundError as exc:  # the same path is missing on every retry
+            raise MissingInput(f"rows {exc} {ROWS_TAKE}") from None
+        except PermissionError as exc:
+            raise InputError(f"rows {exc}") from None
+        yield path
 
 
 def count_rows(rows: str, conn_id: str | None = None) -> int:
     """Rows in a CSV or Parquet file (Parquet from its footer; CSV read once, streamed)."""
-    with readable(rows, conn_id) as path:
+    with rows_file(rows, conn_id) as path:
         return count_local_rows(path, scan=True) or 0
 
 
@@ -61,11 +94,19 @@ def plan_chunks(
     "stop"}`` with 1-based row numbers, ``first <= row < stop``.
     """
     if (chunks is None) == (rows_per_chunk is None):
-        raise ValueError("Give one of chunks or rows_per_chunk.")
+        raise InputError(
+            f"Give one of chunks or rows_per_chunk (got chunks={chunks!r}, "
+            f"rows_per_chunk={rows_per_chunk!r}): chunks to split the rows into that many "
+            "ranges, rows_per_chunk to give each range that many rows."
+        )
+    option, given = ("chunks", chunks) if chunks is not None else ("rows_per_chunk", rows_per_chunk)
+    number = _whole(given)
+    if number is None or number < 1:
+        raise InputError(f"{option} must be a whole number, 1 or more, not {given!r}.")
     total = count_rows(rows, conn_id)
     if total == 0:
         return []
-    size = rows_per_chunk or -(-total // max(1, int(chunks or 1)))
+    size = number if option == "rows_per_chunk" else -(-total // number)
     return [
         {"index": i, "first": first, "stop": min(first + size, total + 1)}
         for i, first in enumerate(range(1, total + 1, size))
@@ -84,19 +125,37 @@ def failure_limit(max_failed_rows: int | float | str | None, rows: int) -> int:
     try:
         value = float(max_failed_rows)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise ValueError(
+        raise InputError(
             f"max_failed_rows must be a count (e.g. 10) or a fraction of the rows (e.g. 0.01), "
-            f"not {max_failed_rows!r}."
+            f"not {max_failed_rows!r}; {LIMIT_FIX}"
         ) from None
-    if value < 0 or value != value:
-        raise ValueError(f"max_failed_rows must be 0 or more, not {max_failed_rows!r}.")
+    if value < 0 or not math.isfinite(value):
+        raise InputError(f"max_failed_rows must be 0 or more, not {max_failed_rows!r}; {LIMIT_FIX}")
     if 0 < value < 1:
         return int(value * rows)
     if value != int(value):
-        raise ValueError(
-            f"max_failed_rows {max_failed_rows!r} is neither a whole count nor a fraction below 1."
+        raise InputError(
+            f"max_failed_rows {max_failed_rows!r} is neither a whole count nor a fraction below "
+            f"1; {LIMIT_FIX}"
         )
     return int(value)
+
+
+def _number(value: object) -> float | None:
+    """A finite number from a number or its text; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _whole(value: object) -> int | None:
+    """A whole number from a number or its text; None for anything else."""
+    number = _number(value)
+    return int(number) if number is not None and number == int(number) else None
 
 
 def failed_rows_message(failed: int, rows: int, errors: Sequence[Mapping[str, Any]]) -> str:
@@ -152,7 +211,12 @@ def merge_manifests(
             )
         parts = [chunk_manifest_name(c) for c in chunks]
     if not parts:
-        raise FileNotFoundError(f"No chunk manifests under {store.uri(CHUNK_MANIFESTS)}.")
+        raise MissingInput(
+            f"No chunk manifests under {store.uri(CHUNK_MANIFESTS)}: no BatchFillOperator with "
+            f"chunk= has filled rows into output_dir {str(output)!r}. Run the chunks first "
+            "(BatchFillOperator.partial(output_dir=...).expand(chunk=plan_chunks(...))), then "
+            "merge the output_dir they wrote to."
+        )
     tables = []
     for name in parts:
         with store.readable(f"{CHUNK_MANIFESTS}/{name}") as path:
@@ -161,10 +225,7 @@ def merge_manifests(
     counts = pc.value_counts(pc.drop_null(table.column("path")))
     repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
     if len(repeated):
-        raise ValueError(
-            f"Chunks wrote the same file name for different rows: {repeated.to_pylist()[:5]}; "
-            "put {row} in name_template."
-        )
+        raise InputError(_same_names(table, repeated.to_pylist()))
     with store.staging() as folder:
         temp = folder / MANIFEST_NAME
         pq.write_table(table, temp)
@@ -187,6 +248,21 @@ def merge_manifests(
     return summary
 
 
+def _same_names(table: pa.Table, names: list[str]) -> str:
+    """Each chunk keeps its own names unique, not the batch's: name the clashes' rows."""
+    shown = []
+    for name in names[:SHOWN_NAMES]:
+        rows = table.filter(pc.equal(table.column("path"), name)).column("row").to_pylist()
+        shown.append(f"{name!r} (rows {', '.join(str(r) for r in rows[:SHOWN_NAMES])})")
+    more = len(names) - SHOWN_NAMES
+    return (
+        f"Chunks wrote the same file name for different rows: {'; '.join(shown)}"
+        f"{f'; and {more} more names' if more > 0 else ''}. Each chunk keeps only its own names "
+        "apart, so the name_template must give every row its own: put {row} in it (e.g. "
+        "'{row}-{last_name}.pdf'), fill the chunks again, then merge."
+    )
+
+
 def check_batch_params(
     rows: str,
     *,
@@ -195,13 +271,35 @@ def check_batch_params(
     conn_id: str | None = None,
 ) -> list[str]:
     """Refuse, before anything is filled or billed, what would fail every row: a name
-    template that names a column the rows lack, a bad ``max_failed_rows``. The columns."""
-    with readable(rows, conn_id) as path:
-        first = next(read_batches(path, batch_rows=1), None)
-    columns = first.schema.names if first is not None else []
-    OutputNames(name_template).check(columns)
+    template that names a column the rows lack, a bad ``max_failed_rows``. The columns.
+
+    Each refusal fails a task at once: ``MissingInput`` for rows that are not there,
+    ``InputError`` for the rest, naming the value and the fix.
+    """
+    with rows_file(rows, conn_id) as path:
+        try:
+            columns = columns_of(path)
+        except ValueError as exc:  # the rows' format: the same on every retry
+            raise InputError(str(exc)) from None
+    check_names(name_template, columns)
     failure_limit(max_failed_rows, 1)
     return columns
+
+
+def columns_of(path: Path) -> list[str]:
+    """The columns of a local rows file, read from its first row (``ValueError``, a pyarrow
+    one included, for a file no batch can read)."""
+    first = next(read_batches(path, batch_rows=1), None)
+    return first.schema.names if first is not None else []
+
+
+def check_names(name_template: str, columns: list[str]) -> None:
+    """Refuse a name template that names a column the rows lack (``InputError``, listing
+    the rows' columns and the nearest)."""
+    try:
+        OutputNames(name_template).check(columns)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 class _ZipSink:
@@ -232,14 +330,17 @@ class BatchFillOperator(BaseOperator):
     :param rows: path or URI of a ``.csv`` or ``.parquet`` file. Templated.
     :param output_dir: folder or URI for the PDFs and ``manifest.parquet``. Templated.
     :param mapping: column -> field for columns whose names don't say which field they
-        fill; other columns are matched to fields by normalised names.
+        fill; other columns are matched to fields by normalised names. Templated.
     :param name_template: output names, e.g. ``"{row}.pdf"`` or ``"{id}-{last_name}.pdf"``.
+        Templated.
+    :param flatten: draw the values into the pages and drop the fields, so the PDFs can no
+        longer be edited (``merged`` always flattens).
     :param output_format: ``files`` (one PDF per row), ``merged`` (one PDF of all rows,
         flattened) or ``zip`` (the PDFs in one archive).
     :param on_error: ``skip`` records a bad row in the manifest and goes on; ``fail`` stops.
     :param max_failed_rows: failed rows the task tolerates, a count or a fraction of the
         rows (default 0: any failed row fails the task, after the manifest is written). A
-        chunk leaves the verdict to ``merge_manifests``, which sees every chunk.
+        chunk leaves the verdict to ``merge_manifests``, which sees every chunk. Templated.
     :param require: a row that leaves a field the form marks required empty is a bad row.
     :param overflow: text too long for its box even at ``min_font_size``: ``error``
         (default) makes the row a bad row, naming the field; ``shrink`` draws what fits at
@@ -251,11 +352,20 @@ class BatchFillOperator(BaseOperator):
         (default: the form is downloaded once and filled here by the same engine the
         service runs, byte for byte; fills are never metered) or ``service`` (one request
         per row, by conversion id; the template must be a conversion id).
-    :param batch_rows: rows read at a time (memory stays flat whatever the table's length).
     :param chunk: a range from ``plan_chunks``: fill only those rows (mapped tasks).
+    :param batch_rows: rows read at a time (memory stays flat whatever the table's length).
+    :param progress_every: seconds between progress lines in the task log (default 10; 0:
+        a line after every row). The last line, with the time taken, is always written.
     :param asset: an Asset to emit an event for, with the output location in its extra.
+    :param fillpdf_conn_id: the FillPDF connection (default ``fillpdf_default``; when that
+        does not exist, the embedded engine). A named connection must exist.
     :param storage_conn_id: connection for object-storage URIs that name none (default: the
-        scheme's standard one, e.g. ``aws_default`` for ``s3://``).
+        scheme's standard one, e.g. ``aws_default`` for ``s3://``). Templated.
+
+    What would fail every row fails the task at once, before anything is filled, naming
+    the option, the value and the fix: a connection that does not exist, rows that are
+    missing or no CSV or Parquet file, a name template naming a column the rows lack, a
+    ``max_failed_rows`` no run can use. So does a bad row with ``on_error="fail"``.
 
     XCom: the batch summary (rows, ok, failed, rows with text cut, rows/s, manifest,
     unmapped columns and unfilled fields, the first errors with their row numbers).
@@ -291,17 +401,40 @@ class BatchFillOperator(BaseOperator):
         storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
+        # A bad option is a DAG error, not a run's: refused when the DAG is parsed.
         if output_format not in OUTPUT_FORMATS:
-            raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}.")
-        if on_error not in ("skip", "fail"):
-            raise ValueError("on_error must be 'skip' or 'fail'.")
+            raise ValueError(
+                f"output_format must be one of {OUTPUT_FORMATS}, not {output_format!r}: "
+                f"{', '.join(FORMATS.values())}."
+            )
+        if on_error not in ON_ERROR:
+            raise ValueError(
+                f"on_error must be 'skip' or 'fail', not {on_error!r}: "
+                f"{'; '.join(ON_ERROR.values())}."
+            )
         if fill_on not in FILL_ON:
             raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
         if chunk is not None and output_format != "files":
-            raise ValueError("Chunked batches write files; merge or zip them afterwards.")
+            raise ValueError(
+                f"Chunked batches write files (output_format='files'), not "
+                f"output_format={output_format!r}: each chunk writes its rows' PDFs, and "
+                "merge_manifests joins the chunks' manifests. Drop output_format, or fill "
+                "without chunk to get one merged PDF or one zip."
+            )
         if isinstance(max_failed_rows, int | float):
             failure_limit(max_failed_rows, 1)  # a bad limit is a DAG error, not a run's
         fit_for(overflow, min_font_size)  # so is a bad overflow policy
+        rows_at_a_time = _whole(batch_rows)
+        if rows_at_a_time is None or rows_at_a_time < 1:
+            raise ValueError(
+                f"batch_rows must be a whole number of rows, 1 or more, not {batch_rows!r}."
+            )
+        seconds = _number(progress_every)
+        if seconds is None or seconds < 0:
+            raise ValueError(
+                f"progress_every must be a number of seconds, 0 or more, not "
+                f"{progress_every!r} (0 logs a line after every row)."
+            )
         if asset is not None:
             kwargs["outlets"] = [*kwargs.get("outlets", []), asset]
         super().__init__(**kwargs)
@@ -319,7 +452,7 @@ class BatchFillOperator(BaseOperator):
         self.min_font_size = min_font_size
         self.fill_on = fill_on
         self.chunk = chunk
-        self.batch_rows = batch_rows
+        self.batch_rows = rows_at_a_time
         self.progress_every = progress_every
         self.asset = asset
         self.fillpdf_conn_id = fillpdf_conn_id
@@ -327,6 +460,8 @@ class BatchFillOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         hook = FillPdfHook(self.fillpdf_conn_id)
+        self.log.info("FillPDF: %s", hook.describe())  # a missing named connection fails here
+        failure_limit(self.max_failed_rows, 1)  # as rendered: refused before any row is filled
         fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
         form = open_form(hook, self.template, fill_on=self.fill_on,
                          conn_id=self.storage_conn_id)  # fmt: skip
@@ -347,13 +482,28 @@ class BatchFillOperator(BaseOperator):
             "progress_every": float(self.progress_every),
             "row_range": (chunk["first"], chunk["stop"]) if chunk else None,
         }
-        with readable(self.rows, self.storage_conn_id) as rows_path:
+        with rows_file(self.rows, self.storage_conn_id) as rows_path:
+            columns = self._columns(rows_path)
             total = (chunk["stop"] - chunk["first"]) if chunk else total_rows(rows_path)
             options["progress"] = self._progress(label, total)
-            if self.output_format == "files":
-                summary = fill_rows(form, rows_path, store, manifest_name=manifest, **options)
-            else:
-                summary = self._package(form, rows_path, store, options)
+            try:
+                if self.output_format == "files":
+                    summary = fill_rows(form, rows_path, store, manifest_name=manifest,
+                                        **options)  # fmt: skip
+                else:
+                    summary = self._package(form, rows_path, store, options)
+            except RowError as exc:  # on_error="fail"
+                if isinstance(exc.cause, OSError):  # the output, not the row: may pass again
+                    raise
+                raise InputError(
+                    f"{exc.message.rstrip('.')} (on_error='fail' stops at the first bad row). "
+                    "Fix that row and run again, or set on_error='skip' to record bad rows in "
+                    "the manifest and go on."
+                ) from None
+            except FillPdfError as exc:  # before any row: no column fills a field, a mapping
+                raise InputError(self._refused(exc, columns, form)) from None
+            except pa.ArrowInvalid as exc:  # a row further down the file no reader can read
+                raise InputError(f"rows {self.rows!r}: {exc}") from None
         result = {**summary.as_dict(), "format": self.output_format}
         result["out_dir"] = str(self.output_dir)
         result["manifest"] = store.uri(manifest)
@@ -375,6 +525,28 @@ class BatchFillOperator(BaseOperator):
             enforce_failure_limit(summary.failed, summary.rows, summary.errors,
                                   self.max_failed_rows, result["manifest"])  # fmt: skip
         return result
+
+    def _columns(self, rows_path: Path) -> list[str]:
+        """The rows' columns, and the name template checked against them: what would fail
+        every row fails the task before any is filled."""
+        try:
+            columns = columns_of(rows_path)
+        except ValueError as exc:  # the rows' format (pyarrow's errors are ValueErrors too)
+            raise InputError(f"rows {self.rows!r}: {exc}") from None
+        check_names(self.name_template, columns)
+        return columns
+
+    def _refused(self, exc: FillPdfError, columns: list[str], form: Any) -> str:
+        """A refusal of the whole batch, with the option it concerns and what to give."""
+        if exc.param == "rows" or not self.mapping:
+            return f"rows {self.rows!r}: {exc.message} Or map them: mapping={{'column': 'field'}}."
+        fields = ", ".join(repr(f.name) for f in form.fields[: SHOWN_ERRORS * 2])
+        more = len(form.fields) - SHOWN_ERRORS * 2
+        listed = fields + (f" and {more} more" if more > 0 else "")
+        return (
+            f"mapping {self.mapping!r}: {exc.message} The form's fields: {listed}. The rows' "
+            f"columns: {', '.join(repr(c) for c in columns)}."
+        )
 
     def _progress(self, label: str, total: int | None) -> Callable[[BatchSummary, float], None]:
         """Plain progress lines for the task log (no terminal: nothing redrawn in place)."""
