@@ -37,6 +37,8 @@ from fillpdf_provider import __version__
 from fillpdf_provider.engine.errors import FillPdfError, TextOverflowError
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from fillpdf_provider.engine.batch import BatchSummary
 
 # Each command imports what it runs, when it runs: a one-off ``fillpdf fill`` must not pay
@@ -103,6 +105,11 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     if preview_dir is not None and preview_dir.exists() and not preview_dir.is_dir():
         raise FillPdfError(f"--preview {args.preview} is a file; give a folder for the PNGs.")
     schema = _read_json(args.schema, "schema") if args.schema else None
+    if schema is not None and not isinstance(schema, dict | list):
+        raise FillPdfError(
+            f"{args.schema} must hold a schema: a list of field entries, or a conversion "
+            "result with its 'schema' list."
+        )
     result = convert(
         args.pdf, detect=args.detect, schema=schema, min_confidence=args.min_confidence
     )
@@ -403,7 +410,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_store(*, create: bool) -> tuple[object, float]:
+def _key_store(*, create: bool) -> tuple[Engine, float]:
     from fillpdf_provider.service.db import create_schema, make_engine
     from fillpdf_provider.service.settings import Settings
 

@@ -132,4 +132,5 @@ def validate(
                 "partial_unexpected_count": SAMPLE_SIZE,
             },
         )
-        return result.to_json_dict()
+        summary: dict[str, Any] = result.to_json_dict()
+        return summary

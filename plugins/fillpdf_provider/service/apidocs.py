@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -201,7 +201,7 @@ def _resolver(openapi: dict[str, Any]) -> Callable[[Any], Any]:
 def _type(schema: dict[str, Any], resolve: Callable[[Any], Any]) -> str:
     """A short reading of a JSON schema: ``string``, ``array of string``, ``FillFieldIn``."""
     if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[-1]
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
     for key in ("anyOf", "oneOf"):
         if key in schema:
             return " or ".join(_type(s, resolve) for s in schema[key])
@@ -221,7 +221,7 @@ def _type(schema: dict[str, Any], resolve: Callable[[Any], Any]) -> str:
     return str(kind)
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{cell}</th>" for cell in header)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -31,7 +31,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlalchemy.sql.dml import Insert
 
 metadata = MetaData()
 
@@ -178,7 +177,7 @@ def _add_missing_columns(engine: Engine) -> None:
                     raise
 
 
-def upsert(engine: Engine, table: Table) -> Insert:
+def upsert(engine: Engine, table: Table) -> postgresql.Insert | sqlite.Insert:
     """``INSERT`` in the dialect that knows ``ON CONFLICT`` (SQLite and PostgreSQL do)."""
     if engine.dialect.name == "postgresql":
         return postgresql.insert(table)

@@ -55,7 +55,7 @@ def _declare_components(components: dict[str, Any]) -> None:
         schemas.pop(name, None)  # validation errors are answered as 400 invalid_request
 
 
-def _header(description: str, kind: str = "integer", *, required: bool = False) -> dict:
+def _header(description: str, kind: str = "integer", *, required: bool = False) -> dict[str, Any]:
     return {"description": description, "required": required, "schema": {"type": kind}}
 
 

@@ -169,7 +169,7 @@ def owner_alive(engine: Engine, owner: str | None, me: Instance) -> bool:
         return False
     if row.host == me.host:
         return _alive_here(row.pid, row.process_start)
-    return row.heartbeat_at >= time.time() - STALE_S
+    return bool(row.heartbeat_at >= time.time() - STALE_S)
 
 
 def _clear(engine: Engine, owners: set[str]) -> Recovered:
