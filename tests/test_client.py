@@ -212,12 +212,10 @@ def test_server_errors_are_typed_and_gateway_errors_are_retried() -> None:
 
 
 def test_no_answer_at_all_is_service_unavailable_after_retries() -> None:
-    with FillPdfClient(f"http://127.0.0.1:{free_port()}", "k", retry=QUICK) as client:
-        started = time.monotonic()
-        with pytest.raises(ServiceUnavailable) as caught:
-            client.get_account()
+    client = FillPdfClient(f"http://127.0.0.1:{free_port()}", "k", retry=QUICK)
+    with client, pytest.raises(ServiceUnavailable) as caught:
+        client.get_account()
     assert "after 3 attempts" in caught.value.message
-    assert time.monotonic() - started < 5
 
 
 def test_rate_limited_without_retries_says_when_to_come_back(server: Server) -> None:
