@@ -34,8 +34,8 @@ EDGE = 2.0
 #: The height a field written on a line or a run of underscores should have (roughly).
 LINE_FIELD = 14.0
 SNAKE = re.compile(r"[a-z0-9_]+")
-#: A hang guard, generous enough for a loaded machine: the bound that matters is the work
-#: counted below (no page scores more than ``MAX_POOL`` candidates).
+#: A guard in CPU seconds, which a loaded machine does not stretch: the bound that matters
+#: is the work counted below (no page scores more than ``MAX_POOL`` candidates).
 PATHOLOGICAL_CPU_SECONDS = 60.0
 
 Form = tuple[bytes, dict[str, Rect]]
