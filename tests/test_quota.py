@@ -4,36 +4,39 @@ stops at its overage caps, and allowed overage bills exactly what was expected."
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flatkit import flat_form
 from servicekit import Server, start_server
 
-from fillpdf_provider.client import Account
+from fillpdf_provider.account import Account
 from fillpdf_provider.quota import decide, projected_overage_usd
 
+DEVELOPER = Account(
+    plan="developer",
+    period_start="2026-11-01T00:00:00Z",
+    period_end="2026-12-01T00:00:00Z",
+    pages_included=25,
+    pages_used=22,
+    pages_remaining=3,
+    overage_pages=0,
+    overage_rate_usd=None,
+    overage_cost_usd=None,
+    max_pages_per_file=10,
+    rate_limit_per_minute=10,
+    hard_stop=True,
+)
 
-def account(**changes: object) -> Account:
-    base = dict(
-        plan="developer",
-        period_start="2026-11-01T00:00:00Z",
-        period_end="2026-12-01T00:00:00Z",
-        pages_included=25,
-        pages_used=22,
-        pages_remaining=3,
-        overage_pages=0,
-        overage_rate_usd=None,
-        overage_cost_usd=None,
-        max_pages_per_file=10,
-        rate_limit_per_minute=10,
-        hard_stop=True,
-    )
-    return Account(**{**base, **changes})  # type: ignore[arg-type]
+
+def account(**changes: Any) -> Account:
+    return dataclasses.replace(DEVELOPER, **changes)
 
 
 PRO = dict(

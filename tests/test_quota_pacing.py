@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import re
 import time
+from typing import Any
 
 import pytest
 from flatkit import flat_form
 from servicekit import Server, start_server
 
-from fillpdf_provider.client import Account, RateLimit
+from fillpdf_provider.account import Account
+from fillpdf_provider.client import RateLimit
 from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger, next_poll
 
 
@@ -118,14 +121,16 @@ def test_a_used_up_window_is_waited_out_not_retried_into(
     assert 0 <= (looks_at - resets_at) % 86400 <= 2, (waits[0], window_resets)
 
 
-def account(**changes: object) -> Account:
-    base = dict(
-        plan="developer", period_start="2026-11-01T00:00:00Z", period_end="2026-12-01T00:00:00Z",
-        pages_included=25, pages_used=24, pages_remaining=1, overage_pages=0,
-        overage_rate_usd=None, overage_cost_usd=None, max_pages_per_file=10,
-        rate_limit_per_minute=10, hard_stop=True,
-    )  # fmt: skip
-    return Account(**{**base, **changes})  # type: ignore[arg-type]
+SPENT_DEVELOPER = Account(
+    plan="developer", period_start="2026-11-01T00:00:00Z", period_end="2026-12-01T00:00:00Z",
+    pages_included=25, pages_used=24, pages_remaining=1, overage_pages=0,
+    overage_rate_usd=None, overage_cost_usd=None, max_pages_per_file=10,
+    rate_limit_per_minute=10, hard_stop=True,
+)  # fmt: skip
+
+
+def account(**changes: Any) -> Account:
+    return dataclasses.replace(SPENT_DEVELOPER, **changes)
 
 
 NOW = 1_795_000_000.0  # 2026-11-18, well inside the period

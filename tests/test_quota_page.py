@@ -316,6 +316,9 @@ def _rendered(monkeypatch: pytest.MonkeyPatch, plan: str, used: int) -> tuple[di
         def get_account(self) -> Any:
             return _account(plan, used)
 
+        def close(self) -> None:
+            pass
+
     monkeypatch.setattr(quota_data, "backend_for", lambda settings, **kw: Backend())
     row = quota_data.account_row("fillpdf_default", None, MID_JUNE)
     assert row["error"] is None

@@ -25,18 +25,21 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, ClassVar, Union
+from typing import IO, Any, ClassVar, Protocol, Union
 
 import httpx
 
 from fillpdf_provider import __version__
+from fillpdf_provider.account import Account as Account  # the client's own type too
 from fillpdf_provider.api_errors import status_of
 from fillpdf_provider.engine.schema import Field
 
 PdfSource = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
 #: A schema to build a form from: JSON text, a JSON file (a path object), the entries
 #: (``Field`` or dicts), or a whole conversion result.
-SchemaSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Field | Mapping]]
+SchemaSource = Union[
+    str, "os.PathLike[str]", Mapping[str, Any], Sequence[Field | Mapping[str, Any]]
+]
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 120.0
 RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
@@ -82,22 +85,32 @@ class FillPdfApiError(Exception):
 
 
 class InvalidRequest(FillPdfApiError):
+    """400: the request itself is wrong (a body, a value, a field name); the message says which."""
+
     error_type = "invalid_request"
 
 
 class AuthenticationError(FillPdfApiError):
+    """401: the key is missing, malformed, unknown or revoked."""
+
     error_type = "authentication_error"
 
 
 class QuotaExceeded(FillPdfApiError):
+    """402: the file's pages do not fit in what a hard-stop plan has left this month."""
+
     error_type = "quota_exceeded"
 
 
 class Forbidden(FillPdfApiError):
+    """403: a document URL whose signature does not verify."""
+
     error_type = "forbidden"
 
 
 class NotFound(FillPdfApiError):
+    """404: no such conversion for this account, or no such path."""
+
     error_type = "not_found"
 
 
@@ -108,14 +121,20 @@ class MethodNotAllowed(FillPdfApiError):
 
 
 class Expired(FillPdfApiError):
+    """410: a conversion or document URL past its 24 hours; convert again."""
+
     error_type = "expired"
 
 
 class PayloadTooLarge(FillPdfApiError):
+    """413: a fill request body over the service's size limit."""
+
     error_type = "payload_too_large"
 
 
 class UnsupportedFile(FillPdfApiError):
+    """415: not a PDF the service takes (size, pages, encryption, damage or limits)."""
+
     error_type = "unsupported_file"
 
 
@@ -254,31 +273,24 @@ class Conversion:
         )
 
 
-@dataclass(frozen=True)
-class Account:
-    """The plan and this month's usage; ``None`` where the plan sets no number."""
+class ConversionRef(Protocol):
+    """What ``download`` needs of a conversion: its id, and its document URL if it has one
+    (a ``Conversion``, or the engine's ``ConversionResult`` in the embedded mode)."""
 
-    plan: str
-    period_start: str | None
-    period_end: str | None
-    pages_included: int | None
-    pages_used: int
-    pages_remaining: int | None
-    overage_pages: int | None
-    overage_rate_usd: float | None
-    overage_cost_usd: float | None
-    max_pages_per_file: int | None
-    rate_limit_per_minute: int | None
-    hard_stop: bool
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    @property
+    def conversion_id(self) -> str | None: ...
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Account:
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
-        values = {name: data.get(name) for name in known}
-        values["pages_used"] = int(values["pages_used"] or 0)
-        values["hard_stop"] = bool(values["hard_stop"])
-        return cls(**values, extra={k: v for k, v in data.items() if k not in known})
+    @property
+    def document_url(self) -> str | None: ...
+
+
+def _document_of(conversion: str | ConversionRef) -> tuple[str, str | None]:
+    """A conversion's id, and the document URL it carries (``None`` when it has none)."""
+    if isinstance(conversion, str):
+        return conversion, None
+    if conversion.conversion_id is None:
+        raise InvalidRequest("The conversion has no id to download it by.", param="conversion_id")
+    return conversion.conversion_id, conversion.document_url
 
 
 @dataclass(frozen=True)
@@ -381,9 +393,10 @@ def _retry_wait(
 
 def _is_engine_error(response: httpx.Response) -> bool:
     try:
-        return response.json()["error"]["type"] == "engine_error"
+        error_type: object = response.json()["error"]["type"]
     except (ValueError, KeyError, TypeError):
         return False
+    return error_type == "engine_error"
 
 
 _TRANSIENT = (httpx.TransportError,)
@@ -482,12 +495,13 @@ def schema_text(schema: SchemaSource) -> str:
             return Path(schema).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InvalidRequest(f"No such schema file: {schema}", param="schema") from None
+    data: object = schema
     if isinstance(schema, Mapping):
-        schema = dict(schema)
+        data = dict(schema)
     elif isinstance(schema, Sequence):
-        schema = [f.to_dict() if isinstance(f, Field) else f for f in schema]
+        data = [f.to_dict() if isinstance(f, Field) else f for f in schema]
     try:
-        return json.dumps(schema, ensure_ascii=False)
+        return json.dumps(data, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidRequest(f"The schema is not JSON data ({exc}).", param="schema") from None
 
@@ -566,6 +580,11 @@ class _Base:
 class FillPdfClient(_Base):
     """Blocking client. Use it as a context manager, or call ``close()``."""
 
+    remote = True
+    """Calls go to a FillPDF service (the embedded engine's is False)."""
+    has_quota = True
+    """Conversions are billed against the account's plan (the embedded engine's is False)."""
+
     def __init__(
         self,
         base_url: str,
@@ -595,6 +614,10 @@ class FillPdfClient(_Base):
         self._http.close()
         self._anonymous.close()
 
+    def check(self) -> None:
+        """Nothing to prepare before the first call: the service keeps the conversions, and
+        any call (``get_account``) checks the URL and the key."""
+
     def _send(self, call: _Call) -> httpx.Response:
         attempts = _Attempts(self, call)
         while True:
@@ -605,9 +628,10 @@ class FillPdfClient(_Base):
             except _TRANSIENT as exc:
                 wait = attempts.failed(exc)
             else:
-                wait = attempts.answered(response)
-                if wait is None:
+                answered = attempts.answered(response)
+                if answered is None:
                     return response
+                wait = answered
             time.sleep(wait)
 
     def convert(
@@ -650,15 +674,11 @@ class FillPdfClient(_Base):
             self._send(_Call("GET", f"/v1/conversions/{conversion_id}")).json()
         )
 
-    def download(self, conversion: str | Conversion) -> bytes:
+    def download(self, conversion: str | ConversionRef) -> bytes:
         """The fillable PDF of a conversion: through its document URL if it still has one,
         else through a freshly signed one."""
-        if isinstance(conversion, Conversion) and conversion.document_url:
-            url: str | None = conversion.document_url
-            cid = conversion.conversion_id
-        else:
-            cid = conversion.conversion_id if isinstance(conversion, Conversion) else conversion
-            url = self.get_conversion(cid).document_url
+        cid, url = _document_of(conversion)
+        url = url or self.get_conversion(cid).document_url
         if not url:
             raise ApiServerError(f"Conversion {cid} came back without a document_url.")
         return self._send(_Call("GET", url, absolute=True)).content
@@ -705,9 +725,10 @@ class AsyncFillPdfClient(_Base):
             except _TRANSIENT as exc:
                 wait = attempts.failed(exc)
             else:
-                wait = attempts.answered(response)
-                if wait is None:
+                answered = attempts.answered(response)
+                if answered is None:
                     return response
+                wait = answered
             await asyncio.sleep(wait)
 
     async def convert(
@@ -743,13 +764,9 @@ class AsyncFillPdfClient(_Base):
         response = await self._send(_Call("GET", f"/v1/conversions/{conversion_id}"))
         return Conversion.from_json(response.json())
 
-    async def download(self, conversion: str | Conversion) -> bytes:
-        if isinstance(conversion, Conversion) and conversion.document_url:
-            url: str | None = conversion.document_url
-            cid = conversion.conversion_id
-        else:
-            cid = conversion.conversion_id if isinstance(conversion, Conversion) else conversion
-            url = (await self.get_conversion(cid)).document_url
+    async def download(self, conversion: str | ConversionRef) -> bytes:
+        cid, url = _document_of(conversion)
+        url = url or (await self.get_conversion(cid)).document_url
         if not url:
             raise ApiServerError(f"Conversion {cid} came back without a document_url.")
         return (await self._send(_Call("GET", url, absolute=True))).content

@@ -19,8 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fillpdf_provider.account import Account
 from fillpdf_provider.client import (
-    Account,
+    ConversionRef,
     FillPdfApiError,
     NotFound,
     PdfSource,
@@ -64,11 +65,19 @@ def _api_error(exc: FillPdfError, pdf: object = None) -> Exception:
 class EmbeddedFillPdf:
     """Convert and fill in this process, with a store of conversions (a folder or a URI)."""
 
+    remote = False
+    """No service: every call runs here (the client's is True)."""
+    has_quota = False
+    """No plan and no limits: nothing is billed (the client's is True)."""
+
     def __init__(
         self, store: str | os.PathLike[str] | None = None, conn_id: str | None = None
     ) -> None:
         self.location = str(store) if store else str(default_store())
         self.store = Store(self.location, conn_id)
+
+    def close(self) -> None:
+        """Nothing to release: no connection is held between calls (the client holds one)."""
 
     @contextlib.contextmanager
     def _reaching_store(
@@ -77,9 +86,10 @@ class EmbeddedFillPdf:
         """A store that can't be reached or written is named, with the setting to change
         (its own error says only what the file system or the object store refused);
         ``passing`` are the errors the caller handles itself."""
+        handled: tuple[type[Exception], ...] = (FillPdfApiError, *passing)
         try:
             yield
-        except (FillPdfApiError, *passing):
+        except handled:
             raise
         except Exception as exc:
             raise ServiceUnavailable(
@@ -90,7 +100,7 @@ class EmbeddedFillPdf:
                 param="conversions_uri",
             ) from None
 
-    def check_store(self) -> None:
+    def check(self) -> None:
         """Write, read and remove a small file: what a conversion will need of the store."""
         with self._reaching_store("written"):
             self.store.write(PROBE_NAME, b"ok")
@@ -150,6 +160,15 @@ class EmbeddedFillPdf:
             document_url=meta.get("document_url"),
         )
 
+    def download(self, conversion: str | ConversionRef) -> bytes:
+        """The fillable PDF of a conversion: the one in hand, else the stored one."""
+        if isinstance(conversion, ConversionResult):
+            return conversion.pdf
+        cid = conversion if isinstance(conversion, str) else conversion.conversion_id
+        if cid is None:
+            raise NotFound("The conversion has no id to find it by.", param="conversion_id")
+        return self.get_conversion(cid).pdf
+
     def fill(
         self,
         target: str | bytes,
@@ -172,19 +191,16 @@ class EmbeddedFillPdf:
         for meta in self._metadata():
             if meta.get("created_at", 0) >= start.timestamp():
                 used += int(meta.get("pages", 0))
-        return Account(
+        return Account.of_usage(
             plan="embedded",
-            period_start=start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            period_end=None,
-            pages_included=None,
             pages_used=used,
-            pages_remaining=None,
-            overage_pages=0,
+            pages_included=None,
             overage_rate_usd=None,
-            overage_cost_usd=None,
             max_pages_per_file=None,
             rate_limit_per_minute=None,
             hard_stop=False,
+            period_start=start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            period_end=None,
         )
 
     def _metadata(self) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 ``decide`` compares the pages a run will bill with the account's quota and the run's policy;
 the convert operator and the quota sensor act on its answer. It is a pure function of the
-account and the policy, so what the guard does is easy to test and to explain.
+account and the policy, so what the guard does is easy to test and to explain. The
+arithmetic (overage, its cost, the month's projection) is ``fillpdf_provider.account``'s,
+the same the service bills with.
 """
 
 from __future__ import annotations
@@ -10,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fillpdf_provider.client import Account
+from fillpdf_provider.account import (
+    Account,
+    added_overage,
+    overage_cost_usd,
+    overage_pages,
+    projected_overage_usd,
+)
 
 POLICIES = ("defer", "skip", "fail", "allow_overage")
 
@@ -45,35 +53,52 @@ def decide(
     if policy not in POLICIES:
         raise ValueError(f"on_quota must be one of {POLICIES}, not {policy!r}.")
     pages = sum(page_counts)
-    limit = account.max_pages_per_file
-    too_long = [n for n in page_counts if limit is not None and n > limit]
-    if too_long:
-        return QuotaDecision(
-            "fail",
-            f"a file has {max(too_long)} pages; the {account.plan} plan converts at most "
-            f"{limit} per file.",
-            pages,
-        )
+    too_long = _too_long(account, page_counts)
+    if too_long is not None:
+        return QuotaDecision("fail", too_long, pages)
     if account.pages_included is None or account.pages_remaining is None:
         return QuotaDecision("go", "the plan sets no page quota", pages)
     remaining = account.pages_remaining
     if pages <= remaining:
         return QuotaDecision("go", f"{pages} pages fit in the {remaining} left", pages)
     short = f"{pages} pages needed, {remaining} of {account.pages_included} left this month"
-    if account.hard_stop:
-        if policy == "allow_overage":
-            return QuotaDecision("fail", short + "; the plan has no overage", pages)
-        return QuotaDecision(policy, short, pages)
-    used_after = account.pages_used + pages
-    overage_before = max(0, account.pages_used - account.pages_included)
-    new_overage = max(0, used_after - account.pages_included) - overage_before
-    rate = account.overage_rate_usd or 0.0
-    cost = round(new_overage * rate, 2)
+    if not account.hard_stop:
+        return _overage(account, pages, policy, short, max_overage_pages, max_overage_usd)
+    if policy == "allow_overage":
+        return QuotaDecision("fail", short + "; the plan has no overage", pages)
+    return QuotaDecision(policy, short, pages)
+
+
+def _too_long(account: Account, page_counts: list[int]) -> str | None:
+    """Why a file is refused whatever the quota (over the plan's pages per file), if one is."""
+    limit = account.max_pages_per_file
+    too_long = [n for n in page_counts if limit is not None and n > limit]
+    if not too_long:
+        return None
+    return (
+        f"a file has {max(too_long)} pages; the {account.plan} plan converts at most "
+        f"{limit} per file."
+    )
+
+
+def _overage(
+    account: Account,
+    pages: int,
+    policy: str,
+    short: str,
+    max_overage_pages: int | None,
+    max_overage_usd: float | None,
+) -> QuotaDecision:
+    """On a plan with overage, ``pages`` more than the quota has left: the policy, and with
+    ``allow_overage`` the caps, which count the overage already incurred too."""
+    included, rate = account.pages_included, account.overage_rate_usd
+    new_overage = added_overage(account.pages_used, pages, included, account.hard_stop)
+    cost = overage_cost_usd(new_overage, rate) or 0.0
     if policy != "allow_overage":
         return QuotaDecision(policy, f"{short}; {new_overage} pages would be overage", pages,
                              new_overage, cost)  # fmt: skip
-    total_pages = overage_before + new_overage
-    total_cost = round(total_pages * rate, 2)
+    total_pages = overage_pages(account.pages_used + pages, included, account.hard_stop)
+    total_cost = overage_cost_usd(total_pages, rate) or 0.0
     if max_overage_pages is not None and total_pages > max_overage_pages:
         return QuotaDecision(
             "fail",
@@ -103,29 +128,3 @@ def report_gauges(conn_id: str, account: Account) -> None:
     if account.pages_remaining is not None:
         Stats.gauge("fillpdf.pages_remaining", account.pages_remaining, tags=tags)
     Stats.gauge("fillpdf.projected_overage_usd", projected_overage_usd(account), tags=tags)
-
-
-def projected_month_pages(account: Account, now: float | None = None) -> int | None:
-    """Pages used by the period's end at this period's rate so far."""
-    import time
-
-    if not account.period_start or not account.period_end:
-        return None
-    start, end = epoch_of(account.period_start), epoch_of(account.period_end)
-    current = now if now is not None else time.time()
-    elapsed = max(current - start, 3600.0)  # an hour's data before extrapolating
-    return round(account.pages_used * (end - start) / elapsed)
-
-
-def epoch_of(text: str) -> float:
-    """An API timestamp (ISO 8601 UTC, ``2026-12-01T00:00:00Z``) in epoch seconds."""
-    import datetime as dt
-
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
-
-
-def projected_overage_usd(account: Account, now: float | None = None) -> float:
-    projected = projected_month_pages(account, now)
-    if projected is None or account.pages_included is None or account.hard_stop:
-        return 0.0
-    return round(max(0, projected - account.pages_included) * (account.overage_rate_usd or 0), 2)

@@ -5,8 +5,10 @@ without one, or with ``{"mode": "embedded"}`` in its extra, everything runs in t
 the local engine. If the default connection ``fillpdf_default`` does not exist at all, the
 hook runs embedded: it works offline with no set-up.
 
-Both modes return the same types (the engine's ``ConversionResult``, ``bytes``, the client's
-``Account``) and raise the same exceptions (``fillpdf_provider.client``'s error classes).
+Both modes return the same types (the engine's ``ConversionResult``, ``bytes``, the
+``Account``) and raise the same exceptions (``fillpdf_provider.client``'s error classes): the
+hook holds a ``Backend`` (``fillpdf_provider.backend``) and never asks which one. It holds
+the service's connections until ``close()``; use it as a context manager.
 A connection no call can use is refused before any call (``InputError``: an unknown extra,
 a timeout that is no number above 0, an API key without a host, a host that is no http(s)
 URL), and a named connection that does not exist too (``MissingConnection``); each names
@@ -20,17 +22,17 @@ from collections.abc import Mapping, Sequence
 from difflib import get_close_matches
 from functools import cached_property
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
+from fillpdf_provider.account import Account
+from fillpdf_provider.backend import Backend, Converted
 from fillpdf_provider.client import (
     DEFAULT_TIMEOUT,
-    Account,
     AsyncFillPdfClient,
     AuthenticationError,
-    Conversion,
     Expired,
     FillPdfApiError,
     FillPdfClient,
@@ -94,15 +96,34 @@ def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
     a field filled in a way no call can use is refused (``InputError``), naming it."""
     extra = conn.extra_dejson or {}
     _refuse_unknown_extras(extra, conn_id)
-    given_mode = _extra(extra, "mode")
-    mode = str(given_mode).strip().lower() if given_mode is not None else ""
+    given_mode = _given_mode(extra, conn_id)
+    base_url = _base_url(conn, conn_id)
+    return {
+        "mode": _mode(given_mode, base_url, conn, conn_id),
+        "base_url": base_url,
+        "api_key": conn.password,
+        "timeout": _timeout(_extra(extra, "timeout"), conn_id),
+        # where embedded conversions are kept: a folder, or a URI workers share
+        "conversions_uri": _extra(extra, "conversions_uri") or _extra(extra, "store_dir"),
+    }
+
+
+def _given_mode(extra: Mapping[str, Any], conn_id: str) -> str:
+    """The mode the extra names, '' when it names none; refused unless 'api' or 'embedded'."""
+    given = _extra(extra, "mode")
+    mode = str(given).strip().lower() if given is not None else ""
     if mode and mode not in MODES:
         raise InputError(
-            f"Connection {conn_id!r}: Mode (extra 'mode') is {given_mode!r}; set it to 'api' "
+            f"Connection {conn_id!r}: Mode (extra 'mode') is {given!r}; set it to 'api' "
             "(call the service at the Base URL) or 'embedded' (run the engine in the worker), "
             "or leave it empty to follow the Base URL."
         )
-    base_url = _base_url(conn, conn_id)
+    return mode
+
+
+def _mode(mode: str, base_url: str, conn: Any, conn_id: str) -> str:
+    """The mode to run in: as given, else api with a Base URL and embedded without; refused
+    where the connection's other fields contradict it."""
     if not mode:
         if not base_url and conn.password:
             raise InputError(
@@ -124,14 +145,7 @@ def connection_settings(conn: Any, conn_id: str) -> dict[str, Any]:
             "(password): create one with `fillpdf keys create` and set it, or clear the host "
             "and the mode to run the engine in the worker."
         )
-    return {
-        "mode": mode,
-        "base_url": base_url,
-        "api_key": conn.password,
-        "timeout": _timeout(_extra(extra, "timeout"), conn_id),
-        # where embedded conversions are kept: a folder, or a URI workers share
-        "conversions_uri": _extra(extra, "conversions_uri") or _extra(extra, "store_dir"),
-    }
+    return mode
 
 
 def _refuse_unknown_extras(extra: Mapping[str, Any], conn_id: str) -> None:
@@ -157,10 +171,7 @@ def _base_url(conn: Any, conn_id: str) -> str:
     if "://" not in host:
         host = f"{conn.schema or 'https'}://{host}"
     parts = urlsplit(host)
-    try:
-        port = parts.port  # a port that is no number raises here
-    except ValueError:
-        port = -1
+    port = _port(parts)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname or port == -1:
         raise InputError(
             f"Connection {conn_id!r}: Base URL (host) {conn.host!r} is not a URL the client can "
@@ -171,10 +182,23 @@ def _base_url(conn: Any, conn_id: str) -> str:
     netloc = parts.netloc
     if conn.port and port is None:
         netloc = f"{netloc}:{conn.port}"
-    path = parts.path.rstrip("/")
+    return f"{parts.scheme.lower()}://{netloc}{_without_api_version(parts.path)}"
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The URL's port, None without one, -1 for one that is no number."""
+    try:
+        return parts.port  # a port that is no number raises here
+    except ValueError:
+        return -1
+
+
+def _without_api_version(path: str) -> str:
+    """The service's root path: without a trailing slash or the API's ``/v1``."""
+    path = path.rstrip("/")
     if path.lower().endswith(API_VERSION_PATH):
         path = path[: -len(API_VERSION_PATH)]
-    return f"{parts.scheme.lower()}://{netloc}{path}"
+    return path
 
 
 def _timeout(value: Any, conn_id: str) -> float:
@@ -196,8 +220,9 @@ def _timeout(value: Any, conn_id: str) -> float:
 
 def backend_for(
     settings: dict[str, Any], *, timeout: float | None = None, retry: RetryPolicy | None = None
-) -> FillPdfClient | EmbeddedFillPdf:
-    """The embedded engine or a client of the service, as ``settings`` say."""
+) -> Backend:
+    """The embedded engine or a client of the service, as ``settings`` say; the caller
+    closes it."""
     if settings["mode"] == "embedded":
         return EmbeddedFillPdf(settings.get("conversions_uri"))
     return FillPdfClient(
@@ -228,6 +253,18 @@ class FillPdfHook(BaseHook):
     def __init__(self, fillpdf_conn_id: str = default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.fillpdf_conn_id = fillpdf_conn_id
+
+    def __enter__(self) -> FillPdfHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the service's connections (api mode); a later call opens new ones."""
+        backend: Backend | None = self.__dict__.pop("_backend", None)
+        if backend is not None:
+            backend.close()
 
     # -- configuration ------------------------------------------------------------------
 
@@ -260,14 +297,15 @@ class FillPdfHook(BaseHook):
 
     @property
     def mode(self) -> str:
-        return self.settings["mode"]
+        """``api`` or ``embedded``: how the connection is read, for messages and logs."""
+        return str(self.settings["mode"])
 
     def describe(self) -> str:
         """Where calls go, for a task's log: the first thing to check when a run surprises."""
         settings, conn_id = self.settings, self.fillpdf_conn_id
         if settings["mode"] == "api":
             return f"connection {conn_id!r}: api mode, the service at {settings['base_url']}"
-        store = settings.get("conversions_uri") or default_store()
+        store = self._store_location()
         if settings.get("defined") is False:
             return (
                 f"no connection {conn_id!r}: the embedded engine, in the worker (conversions "
@@ -275,12 +313,17 @@ class FillPdfHook(BaseHook):
             )
         return f"connection {conn_id!r}: embedded mode (conversions kept in {store})"
 
-    def get_conn(self) -> FillPdfClient | EmbeddedFillPdf:
-        """The client of the service, or the embedded engine with its local store."""
+    def _store_location(self) -> str:
+        """Where the embedded engine keeps conversions, as the connection says."""
+        return str(self.settings.get("conversions_uri") or default_store())
+
+    def get_conn(self) -> Backend:
+        """The client of the service, or the embedded engine with its local store; open
+        until ``close()``."""
         return self._backend
 
     @cached_property
-    def _backend(self) -> FillPdfClient | EmbeddedFillPdf:
+    def _backend(self) -> Backend:
         return backend_for(self.settings)
 
     def get_async_client(self) -> AsyncFillPdfClient:
@@ -303,10 +346,7 @@ class FillPdfHook(BaseHook):
     ) -> ConversionResult:
         """Detect the fields of a flat PDF (bytes, a path or a file object), or, with
         ``schema`` (a reviewed, edited one), build exactly that form with no detection."""
-        backend = self._backend
-        if isinstance(backend, EmbeddedFillPdf):
-            return backend.convert(pdf, detect=detect, schema=schema)
-        return self._result(backend.convert(pdf, detect=detect, schema=schema), backend)
+        return self._result(self._backend.convert(pdf, detect=detect, schema=schema))
 
     def fill(
         self,
@@ -323,34 +363,30 @@ class FillPdfHook(BaseHook):
         return self._backend.get_account()
 
     def get_conversion(self, conversion_id: str) -> ConversionResult:
-        backend = self._backend
-        if isinstance(backend, EmbeddedFillPdf):
-            return backend.get_conversion(conversion_id)
-        return self._result(backend.get_conversion(conversion_id), backend)
+        return self._result(self._backend.get_conversion(conversion_id))
 
     def test_connection(self) -> tuple[bool, str]:
         """Check the connection the way the Airflow UI's Test button does."""
         try:
-            account = self.get_account()
             backend = self._backend
-            if isinstance(backend, EmbeddedFillPdf):
-                backend.check_store()
+            account = backend.get_account()
+            backend.check()
         except (FillPdfApiError, ValueError) as exc:
             return False, str(exc)
-        if isinstance(backend, EmbeddedFillPdf):
+        if not backend.has_quota:
             return True, (
                 "Embedded engine ready (no service, no limits); conversions are kept in "
-                f"{backend.location}."
+                f"{self._store_location()}."
             )
         remaining = account.pages_remaining
         left = f"{remaining} pages left" if remaining is not None else "no page limit"
         return True, f"Connected to {self.settings['base_url']}: plan {account.plan}, {left}."
 
-    @staticmethod
-    def _result(conversion: Conversion, client: FillPdfClient) -> ConversionResult:
-        """The API's answer in the engine's type, with the fillable PDF downloaded."""
+    def _result(self, conversion: Converted) -> ConversionResult:
+        """A conversion in the engine's type, with its fillable PDF (downloaded in api mode;
+        in hand already in the embedded one)."""
         return ConversionResult(
-            pdf=client.download(conversion),
+            pdf=self._backend.download(conversion),
             schema=conversion.schema,
             pages=conversion.pages,
             ms=conversion.ms,

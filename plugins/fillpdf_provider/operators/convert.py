@@ -66,6 +66,7 @@ class ConvertOperator(BaseOperator):
         Templated.
     :param fillpdf_conn_id: the FillPDF connection (default ``fillpdf_default``; when that
         does not exist, the embedded engine, with no quota). A named connection must exist.
+        Templated.
     :param storage_conn_id: connection for object-storage URIs that name none (default: the
         scheme's standard one, e.g. ``aws_default``). Templated.
 
@@ -83,6 +84,7 @@ class ConvertOperator(BaseOperator):
         "max_overage_pages",
         "max_overage_usd",
         "poll_interval",
+        "fillpdf_conn_id",
     )
     ui_color = "#e8f1fb"
 
@@ -122,36 +124,56 @@ class ConvertOperator(BaseOperator):
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         options = self._options()
-        hook = FillPdfHook(self.fillpdf_conn_id)
-        self.log.info("FillPDF: %s", hook.describe())
-        sources = self._sources()
+        with FillPdfHook(self.fillpdf_conn_id) as hook:
+            self.log.info("FillPDF: %s", hook.describe())
+            sources = self._sources()
+            schema, digest = self._schema_and_digest()
+            store = Store(self.output_dir, self.storage_conn_id)
+            done = {s: entry for s in sources if (entry := self._done(store, s, digest))}
+            todo = {s: self._read(s) for s in sources if s not in done}
+            metered = hook.get_conn().has_quota
+            if todo and metered:
+                self._check_quota(hook, list(todo.values()), context, options)
+            billed = 0
+            for source, data in todo.items():
+                result = self._convert(hook, source, data, schema, context, options, todo)
+                billed += result.pages
+                done[source] = self._write(store, source, result, digest)
+            if metered:
+                self._record_billing(context, billed)
+        return [done[s] for s in sources]
+
+    def _schema_and_digest(self) -> tuple[str | None, str | None]:
+        """The ``schema`` option as JSON text, and the digest that marks files built from it
+        (``None, None`` to detect the fields)."""
         schema = self._schema_text()
         try:
-            digest = schema_digest(schema) if schema is not None else None
+            return schema, schema_digest(schema) if schema is not None else None
         except SchemaError as exc:  # the same schema fails every retry: fail now
             raise AirflowFailException(f"The schema can't build a form: {exc}") from None
-        store = Store(self.output_dir, self.storage_conn_id)
-        done = {s: self._done(store, s, digest) for s in sources}
-        todo = {s: self._read(s) for s in sources if done[s] is None}
-        if todo and hook.mode == "api":
-            self._check_quota(hook, list(todo.values()), context, options)
-        billed = 0
-        for source, data in todo.items():
-            try:
-                result = hook.convert(data, detect=options["detect"], schema=schema)
-            except (QuotaExceeded, RateLimited) as exc:
-                self._act(self._late_refusal(exc, list(todo.values()), options), context,
-                          options)  # fmt: skip
-                raise  # not reached: _act defers, skips or fails
-            except NOT_RETRYABLE as exc:  # the file, the key or the plan: a retry won't help
-                raise InputError(
-                    f"{str(source)!r}: {exc} Fix or remove it from pdfs; the files before it "
-                    "are written and are not converted again when the task runs again."
-                ) from None
-            billed += result.pages
-            done[source] = self._write(store, source, result, digest)
-        self._record_billing(context, hook, billed)
-        return [done[s] for s in sources]
+
+    def _convert(
+        self,
+        hook: FillPdfHook,
+        source: str,
+        data: bytes,
+        schema: str | None,
+        context: Context,
+        options: dict[str, Any],
+        todo: dict[str, bytes],
+    ) -> ConversionResult:
+        """One file converted; a late quota refusal is acted on by the policy (``todo``: the
+        files this run converts, whose pages a deferral waits for)."""
+        try:
+            return hook.convert(data, detect=options["detect"], schema=schema)
+        except (QuotaExceeded, RateLimited) as exc:
+            self._act(self._late_refusal(exc, list(todo.values()), options), context, options)
+            raise  # not reached: _act defers, skips or fails
+        except NOT_RETRYABLE as exc:  # the file, the key or the plan: a retry won't help
+            raise InputError(
+                f"{str(source)!r}: {exc} Fix or remove it from pdfs; the files before it "
+                "are written and are not converted again when the task runs again."
+            ) from None
 
     def _options(self) -> dict[str, Any]:
         """The rendered options, each checked (``InputError`` names a bad one)."""
@@ -274,7 +296,7 @@ class ConvertOperator(BaseOperator):
         built from this very schema): a resumed task never bills a file twice."""
         pdf_name, schema_name = self._names(source)
         try:
-            entry = json.loads(store.read_bytes(schema_name))
+            entry: dict[str, Any] = json.loads(store.read_bytes(schema_name))
         except (OSError, ValueError):
             return None
         if entry.get("source") != str(source) or not store.exists(pdf_name):
@@ -305,10 +327,10 @@ class ConvertOperator(BaseOperator):
         )  # fmt: skip
         return entry
 
-    def _record_billing(self, context: Context, hook: FillPdfHook, pages: int) -> None:
+    def _record_billing(self, context: Context, pages: int) -> None:
         """What this run billed, for the quota page's table of recent runs."""
         ti = context.get("ti") if isinstance(context, dict) else None
-        if ti is None or hook.mode != "api":
+        if ti is None:
             return
         ti.xcom_push(key=BILLING_XCOM_KEY, value={"conn_id": self.fillpdf_conn_id,
                                                   "pages": pages, "at": time.time()})  # fmt: skip
@@ -326,7 +348,7 @@ def _no_cap(value: Any) -> bool:
 def _on_quota(value: Any, error: Callable[[str], Exception]) -> str:
     if value not in POLICIES:
         raise error(f"on_quota must be one of {POLICIES}, not {value!r}.")
-    return value
+    return str(value)
 
 
 def _detect(value: Any, error: Callable[[str], Exception]) -> str:
@@ -335,7 +357,7 @@ def _detect(value: Any, error: Callable[[str], Exception]) -> str:
             f"detect must be one of {DETECT}, not {value!r}: fields (the rules and the "
             "trained scorer) or fields_fast (the rules alone, about three times faster)."
         )
-    return value
+    return str(value)
 
 
 def _overage_pages(value: Any, error: Callable[[str], Exception]) -> int | None:

@@ -37,8 +37,8 @@ class FillOperator(BaseOperator):
     :param fill_on: in api mode, ``worker`` (default: the form is filled here by the
         service's own engine) or ``service`` (a request, by conversion id).
     :param fillpdf_conn_id: the FillPDF connection (default ``fillpdf_default``; when that
-        does not exist, the embedded engine). A named connection must exist.
-    :param storage_conn_id: connection for object-storage URIs that name none.
+        does not exist, the embedded engine). A named connection must exist. Templated.
+    :param storage_conn_id: connection for object-storage URIs that name none. Templated.
 
     A value the form refuses (an unknown field, a checkbox given ``"maybe"``) fails the task
     at once, naming the key, the value and the nearest field names.
@@ -46,7 +46,13 @@ class FillOperator(BaseOperator):
     XCom: ``{"output", "bytes", "sha256", "cut"}`` (``cut``: the fields whose text was cut).
     """
 
-    template_fields: Sequence[str] = ("template", "values", "output_path", "storage_conn_id")
+    template_fields: Sequence[str] = (
+        "template",
+        "values",
+        "output_path",
+        "fillpdf_conn_id",
+        "storage_conn_id",
+    )
     ui_color = "#eaf6ea"
 
     def __init__(
@@ -81,20 +87,17 @@ class FillOperator(BaseOperator):
         import hashlib
 
         values = self._values()
-        hook = FillPdfHook(self.fillpdf_conn_id)
-        self.log.info("FillPDF: %s", hook.describe())
-        fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
-        form = open_form(hook, self.template, fill_on=self.fill_on,
-                         conn_id=self.storage_conn_id)  # fmt: skip
-        cut: tuple[str, ...] = ()
-        try:
-            if fit is None:  # the service fills, with its own policy
-                data = form.fill(values, flatten=self.flatten)
-            else:
+        with FillPdfHook(self.fillpdf_conn_id) as hook:
+            self.log.info("FillPDF: %s", hook.describe())
+            # None where the service fills, with its own policy
+            fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
+            form = open_form(hook, self.template, fill_on=self.fill_on,
+                             conn_id=self.storage_conn_id)  # fmt: skip
+            try:
                 filled = form.fill_result(values, flatten=self.flatten, fit=fit)
-                data, cut = filled.pdf, filled.cut
-        except (FillPdfError, InvalidRequest) as exc:  # the same values fail every retry
-            raise InputError(self._refused(exc, values)) from None
+            except (FillPdfError, InvalidRequest) as exc:  # the same values fail every retry
+                raise InputError(self._refused(exc, values)) from None
+        data, cut = filled.pdf, filled.cut
         target = PurePosixPath(str(self.output_path))
         parent = str(self.output_path)[: -len(target.name)].rstrip("/") or "."
         Store(parent, self.storage_conn_id).write(target.name, data)
@@ -122,7 +125,7 @@ class FillOperator(BaseOperator):
     def _refused(self, exc: FillPdfError | InvalidRequest, values: Mapping[str, Any]) -> str:
         """The engine's (or the service's) reason, with the key and the value it refused."""
         field, where = exc.param, f"(template {self.template!r})"
-        if field in values:
+        if field is not None and field in values:
             return f"values[{field!r}] = {_short(values[field])}: {exc.message} {where}"
         return f"values: {exc.message} {where}"
 

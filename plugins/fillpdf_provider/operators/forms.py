@@ -5,7 +5,8 @@ api mode by default, where the conversion's fillable PDF is downloaded once and 
 same engine the service runs (fills are never metered, so the result is the service's,
 byte for byte, without a request per row). With ``fill_on="service"`` it is ``ApiForm``: the
 form's fields are known locally (so every row is checked and coerced the same way), and each
-fill is one request to the service, by conversion id.
+fill is one request to the service, by conversion id. Both are a ``Form``
+(``fillpdf_provider.backend``), so whoever fills one never asks which it is.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fillpdf_provider.backend import Form
 from fillpdf_provider.client import Expired, InvalidRequest, NotFound
 from fillpdf_provider.engine.appearance import OVERFLOW_POLICIES, Fit
 from fillpdf_provider.engine.errors import FillPdfError, NoFormError, PdfError
-from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.engine.filler import Filled, Template
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput
 from fillpdf_provider.storage import read_bytes
@@ -29,8 +31,9 @@ def is_conversion_id(template: str) -> bool:
 
 
 def fills_on_service(hook: FillPdfHook, fill_on: str) -> bool:
-    """True when the service fills each row: api mode with ``fill_on="service"``."""
-    return fill_on == "service" and hook.mode == "api"
+    """True when the service fills each row: ``fill_on="service"`` on a connection to one
+    (the embedded engine fills on the worker whatever ``fill_on`` says)."""
+    return fill_on == "service" and hook.get_conn().remote
 
 
 def fit_for(overflow: str, min_font_size: float | str) -> Fit:
@@ -94,10 +97,19 @@ class ApiForm:
         except InvalidRequest as exc:  # a bad row, not a broken batch
             raise FillPdfError(exc.message, param=exc.param) from None
 
+    def fill_result(
+        self, values: Mapping[str, object], *, flatten: bool = False, fit: Fit | None = None
+    ) -> Filled:
+        """``fill``; the service applies its own overflow policy and names no cut text, so
+        ``fit`` (the engine's policy, on the worker) is refused rather than ignored."""
+        if fit is not None:
+            raise ValueError("an overflow policy applies to the embedded engine's fills only")
+        return Filled(self.fill(values, flatten=flatten))
+
 
 def open_form(
     hook: FillPdfHook, template: str, *, fill_on: str = "worker", conn_id: str | None = None
-) -> Template | ApiForm:
+) -> Form:
     """The fillable form named by ``template`` (a conversion id, a path or a URI), filled on
     the worker or, with ``fill_on="service"`` in api mode, by the service. A template that
     is missing, no PDF or no form fails at once (``InputError``, ``MissingInput``), named."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, Context
+from airflow.sdk import BaseSensorOperator, Context, conf
 from airflow.sdk.exceptions import AirflowFailException
 
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
@@ -17,15 +18,20 @@ from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger
 class FillPdfQuotaSensor(BaseSensorOperator):
     """Wait until ``pages`` (or the pages of ``pdfs``) fit in the account's quota.
 
-    Deferrable by default: the wait happens in the triggerer, not in a worker slot, looking
-    at the account every ``poke_interval`` seconds but never faster than half the plan's rate
-    limit allows, and logging each wait with its reason and the time of the next look.
+    In poke (or reschedule) mode it looks at the account every ``poke_interval`` seconds
+    through one client for the whole run. Deferred, the wait happens in the triggerer
+    instead of a worker slot, looking at the account every ``poke_interval`` seconds but
+    never faster than half the plan's rate limit allows, and logging each wait with its
+    reason and the time of the next look. The embedded engine has no quota: it never waits.
 
     :param pages: pages the coming conversions will bill; or give ``pdfs`` to count them.
     :param pdfs: paths, globs or URIs of the PDFs to convert. Templated.
+    :param fillpdf_conn_id: the FillPDF connection (default ``fillpdf_default``). Templated.
+    :param deferrable: wait in the triggerer (default: the ``[operators]
+        default_deferrable`` setting, False unless set, as Airflow's own sensors do).
     """
 
-    template_fields: Sequence[str] = ("pdfs",)
+    template_fields: Sequence[str] = ("pdfs", "fillpdf_conn_id")
 
     def __init__(
         self,
@@ -33,7 +39,7 @@ class FillPdfQuotaSensor(BaseSensorOperator):
         pages: int | None = None,
         pdfs: str | list[str] | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         if (pages is None) == (pdfs is None):
@@ -45,13 +51,19 @@ class FillPdfQuotaSensor(BaseSensorOperator):
         self.fillpdf_conn_id = fillpdf_conn_id
         self.deferrable = deferrable
 
+    @cached_property
+    def hook(self) -> FillPdfHook:
+        """One hook, so one client, for every poke of a run (made once the conn id is
+        rendered); ``execute`` closes it."""
+        return FillPdfHook(self.fillpdf_conn_id)
+
     def _needed(self) -> int:
         if self.pages is not None:
             return int(self.pages)
         return sum(pages_of(read_bytes(p) for p in expand(self.pdfs or [])))
 
     def _has_room(self, needed: int) -> bool:
-        account = FillPdfHook(self.fillpdf_conn_id).get_account()
+        account = self.hook.get_account()
         report_gauges(self.fillpdf_conn_id, account)
         remaining = account.pages_remaining
         self.log.info("FillPDF: %d pages needed, %s left", needed, remaining)
@@ -61,11 +73,12 @@ class FillPdfQuotaSensor(BaseSensorOperator):
         return self._has_room(self._needed())
 
     def execute(self, context: Context) -> Any:
-        if not self.deferrable:
-            return super().execute(context)
-        needed = self._needed()  # the PDFs are read and counted once
-        if self._has_room(needed):
-            return None
+        with self.hook:
+            if not self.deferrable:
+                return super().execute(context)
+            needed = self._needed()  # the PDFs are read and counted once
+            if self._has_room(needed):
+                return None
         self.defer(
             trigger=FillPdfQuotaTrigger(self.fillpdf_conn_id, needed, self.poke_interval),
             method_name="execute_complete",

@@ -6,6 +6,9 @@ conversion succeeds, and the pages go back if it fails. So a free account's last
 exactly one of two racing requests, a failed conversion bills nothing, no conversion is ever
 partly billed, and a server that dies mid-conversion leaves a reservation that the recovery
 pass gives back: pages billed always equal the pages of the conversions that exist.
+
+The arithmetic (overage pages, their cost, what is left) is ``fillpdf_provider.account``'s,
+the same the client, the quota guard and the quota page use.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from sqlalchemy import Select, delete, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from fillpdf_provider.account import Account, added_overage
 from fillpdf_provider.service.clock import iso, month_bounds, period_of
 from fillpdf_provider.service.db import conversions, reservations, upsert, usage
 from fillpdf_provider.service.keys import Caller
@@ -68,7 +72,7 @@ def reserve(
         if used is None:
             return None
         before = int(used) - pages
-        overage = plan.overage_pages(int(used)) - plan.overage_pages(before)
+        overage = added_overage(before, pages, plan.pages_included, plan.hard_stop)
         reservation = Reservation(conversion_id, caller.account_id, period, pages, overage)
         conn.execute(
             reservations.insert().values(
@@ -170,25 +174,23 @@ def _release_each(engine: Engine, ids: list[str]) -> list[str]:
     return released
 
 
-def account_view(engine: Engine, caller: Caller, now: float) -> dict[str, object]:
-    """``GET /v1/account``: the plan and this month's live usage."""
+def account_of(engine: Engine, caller: Caller, now: float) -> Account:
+    """The caller's plan and this month's live usage."""
     plan: Plan = caller.plan
     start, end = month_bounds(now)
-    used = pages_used(engine, caller.account_id, period_of(now))
-    included = plan.pages_included
-    overage = plan.overage_pages(used)
-    rate = plan.overage_rate_usd
-    return {
-        "plan": plan.name,
-        "period_start": iso(start.timestamp()),
-        "period_end": iso(end.timestamp()),
-        "pages_included": included,
-        "pages_used": used,
-        "pages_remaining": max(0, included - used) if included is not None else None,
-        "overage_pages": overage,
-        "overage_rate_usd": rate,
-        "overage_cost_usd": round(overage * rate, 2) if rate is not None else None,
-        "max_pages_per_file": plan.max_pages_per_file,
-        "rate_limit_per_minute": plan.rate_limit_per_minute,
-        "hard_stop": plan.hard_stop,
-    }
+    return Account.of_usage(
+        plan=plan.name,
+        pages_used=pages_used(engine, caller.account_id, period_of(now)),
+        pages_included=plan.pages_included,
+        overage_rate_usd=plan.overage_rate_usd,
+        max_pages_per_file=plan.max_pages_per_file,
+        rate_limit_per_minute=plan.rate_limit_per_minute,
+        hard_stop=plan.hard_stop,
+        period_start=iso(start.timestamp()),
+        period_end=iso(end.timestamp()),
+    )
+
+
+def account_view(engine: Engine, caller: Caller, now: float) -> dict[str, object]:
+    """``GET /v1/account``'s answer: ``account_of`` as the contract's JSON."""
+    return account_of(engine, caller, now).to_json()

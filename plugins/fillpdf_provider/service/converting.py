@@ -70,7 +70,7 @@ class _Conversion:
                 upload,
                 detect,
                 self.output,
-                decide=self.decide,
+                decide=self.reserve_pages,
                 probe_timeout=settings.probe_timeout_s,
                 timeout=settings.engine_timeout_s,
                 schema=schema,
@@ -89,8 +89,9 @@ class _Conversion:
                 raise
             raise error from None
 
-    async def decide(self, pages: int) -> None:
-        """Called by the pool once the pages are counted: refuse, or reserve them."""
+    async def reserve_pages(self, pages: int) -> None:
+        """Called by the pool once the pages are counted: refuse the file (too many pages
+        for the plan, or no room in a hard-stop quota), or reserve them."""
         caller = self.caller
         limit = caller.plan.max_pages_per_file
         if limit is not None and pages > limit:

@@ -11,8 +11,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from fillpdf_provider.account import Account, epoch_of
 from fillpdf_provider.client import (
-    Account,
     FillPdfApiError,
     RateLimit,
     RateLimited,
@@ -20,7 +20,6 @@ from fillpdf_provider.client import (
     ServiceUnavailable,
 )
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingConnection
-from fillpdf_provider.quota import epoch_of
 
 RATE_SHARE = 0.5
 """The guard polls with at most this share of the plan's requests per minute; the rest is

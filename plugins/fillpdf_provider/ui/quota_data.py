@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import time
 from typing import Any
 
-from fillpdf_provider.client import Account, FillPdfApiError, FillPdfClient, RetryPolicy
+from fillpdf_provider.account import (
+    Account,
+    projected_month_pages,
+    projected_overage_usd,
+    runs_out_at,
+)
+from fillpdf_provider.client import FillPdfApiError, RetryPolicy
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, backend_for, connection_settings
-from fillpdf_provider.quota import epoch_of, projected_month_pages, projected_overage_usd
 
 RECENT_RUNS = 20
 
@@ -53,12 +59,9 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
         )
         row["mode"] = settings["mode"]
         row["base_url"] = settings.get("base_url") or None
-        backend = backend_for(
-            settings, timeout=10, retry=RetryPolicy(max_retries=1, max_rate_limit_wait_s=0)
-        )
-        account = backend.get_account()
-        if isinstance(backend, FillPdfClient):
-            backend.close()
+        retry = RetryPolicy(max_retries=1, max_rate_limit_wait_s=0)
+        with contextlib.closing(backend_for(settings, timeout=10, retry=retry)) as backend:
+            account = backend.get_account()
     except (FillPdfApiError, ValueError) as exc:
         row["error"] = str(exc)
         return row
@@ -70,7 +73,7 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
         overage_pages=account.overage_pages,
         overage_rate_usd=account.overage_rate_usd,
         overage_cost_usd=account.overage_cost_usd,
-        projected_pages=_projected_pages(account, now),
+        projected_pages=projected_month_pages(account, now),
         quota_runs_out_at=quota_runs_out_at(account, now),
         projected_overage_usd=projected_overage_usd(account, now),
         period_start=account.period_start,
@@ -82,29 +85,11 @@ def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
     return row
 
 
-def _projected_pages(account: Account, now: float) -> int | None:
-    """The month-end projection; on a hard-stop plan never past the quota, since the service
-    refuses conversions there."""
-    projected = projected_month_pages(account, now)
-    if projected is not None and account.hard_stop and account.pages_included is not None:
-        return min(projected, account.pages_included)
-    return projected
-
-
 def quota_runs_out_at(account: Account, now: float) -> str | None:
     """On a hard-stop plan: when the quota runs out at this period's rate so far (now, if it
     already has), or None if it lasts to the period's end. None on plans without a hard stop."""
-    included = account.pages_included
-    if not account.hard_stop or included is None:
-        return None
-    if account.pages_used >= included:
-        return _iso(now)
-    if not account.pages_used or not account.period_start or not account.period_end:
-        return None
-    start, end = epoch_of(account.period_start), epoch_of(account.period_end)
-    elapsed = max(now - start, 3600.0)  # as projected_month_pages: an hour's data at least
-    runs_out = start + elapsed * included / account.pages_used
-    return _iso(runs_out) if runs_out < end else None
+    moment = runs_out_at(account, now)
+    return None if moment is None else _iso(moment)
 
 
 def _iso(epoch: float) -> str:

@@ -119,34 +119,12 @@ def _card(row: dict[str, Any]) -> str:
             f'<p class="error">{e(row["error"])}</p></section>'
         )
     used, included = row["pages_used"], row["pages_included"]
-    share = min(100.0, 100.0 * used / included) if included else 0.0
-    bar_class = "bar over" if included is not None and used >= included else "bar"
-    bar = (
-        f'<div class="{bar_class}" role="progressbar" aria-valuenow="{used}" '
-        f'aria-valuemax="{included}"><span style="width:{share:.1f}%"></span></div>'
-        if included is not None
-        else '<p class="muted">No page quota (embedded engine)</p>'
-    )
     facts = [
         ("Plan", row["plan"]),
         ("Pages used", _number(used) if included is None else f"{_number(used)} of {included:,}"),
         ("Remaining", _number(row["pages_remaining"])),
         ("Projected at month end", _projection(row)),
-        (
-            "Overage so far",
-            # no quota (the embedded engine): there is nothing to go over
-            "—"
-            if included is None
-            else f"{_number(row['overage_pages'])} pages, {_usd(row['overage_cost_usd'])}",
-        ),
-        (
-            "Projected overage cost",
-            "—"
-            if included is None
-            else "none: the plan stops at its quota"
-            if row.get("hard_stop")
-            else _usd(row["projected_overage_usd"]),
-        ),
+        *_overage_facts(row),
         ("Resets", row["resets_at"] or "—"),
         ("Rate limit", _number(row["rate_limit_per_minute"], " / min")),
         ("Service", row["base_url"] or "embedded engine"),
@@ -156,9 +134,35 @@ def _card(row: dict[str, Any]) -> str:
         for k, v in facts
     )
     return (
-        f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>{bar}'
+        f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>{_bar(used, included)}'
         f"<dl>{items}</dl></section>"
     )
+
+
+def _bar(used: int, included: int | None) -> str:
+    """The share of the quota used, red once it is all used; a note where there is none."""
+    if included is None:
+        return '<p class="muted">No page quota (embedded engine)</p>'
+    share = min(100.0, 100.0 * used / included) if included else 0.0
+    bar_class = "bar over" if used >= included else "bar"
+    return (
+        f'<div class="{bar_class}" role="progressbar" aria-valuenow="{used}" '
+        f'aria-valuemax="{included}"><span style="width:{share:.1f}%"></span></div>'
+    )
+
+
+def _overage_facts(row: dict[str, Any]) -> list[tuple[str, str]]:
+    """The overage so far and the projected one; without a quota (the embedded engine)
+    there is nothing to go over, and a hard-stop plan never goes over."""
+    if row["pages_included"] is None:
+        return [("Overage so far", "—"), ("Projected overage cost", "—")]
+    projected = (
+        "none: the plan stops at its quota"
+        if row.get("hard_stop")
+        else _usd(row["projected_overage_usd"])
+    )
+    so_far = f"{_number(row['overage_pages'])} pages, {_usd(row['overage_cost_usd'])}"
+    return [("Overage so far", so_far), ("Projected overage cost", projected)]
 
 
 def render(overview: dict[str, Any]) -> str:
