@@ -70,7 +70,7 @@ class _Conversion:
                 upload,
                 detect,
                 self.output,
-                decide=self.reserve_pages,
+                reserve=self.reserve_pages,
                 probe_timeout=settings.probe_timeout_s,
                 timeout=settings.engine_timeout_s,
                 schema=schema,

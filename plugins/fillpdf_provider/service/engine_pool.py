@@ -236,13 +236,13 @@ class EnginePool:
         detect: str,
         output: Path,
         *,
-        decide: Callable[[int], Awaitable[None]],
+        reserve: Callable[[int], Awaitable[None]],
         probe_timeout: float,
         timeout: float,
         schema: str | None = None,
         gone: asyncio.Task[None] | None = None,
     ) -> dict[str, Any]:
-        """Convert ``upload`` into ``output``; ``decide(pages)`` may refuse before the work."""
+        """Convert ``upload`` into ``output``; ``reserve(pages)`` may refuse before the work."""
         async with self.slot(gone):
             child = await self._start(
                 isolation.convert_child,
@@ -256,7 +256,7 @@ class EnginePool:
             )
             try:
                 _, pages = await self._receive(child, probe_timeout, "Opening the PDF", gone)
-                await decide(int(pages))
+                await reserve(int(pages))
                 child.conn.send("go")
                 result = await self._receive(child, timeout, "Converting the PDF", gone)
                 return dict(result[1])

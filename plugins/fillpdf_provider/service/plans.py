@@ -19,11 +19,6 @@ class Plan:
     rate_limit_per_minute: int | None
     hard_stop: bool
 
-    def overage_pages(self, pages_used: int) -> int:
-        if self.hard_stop or self.pages_included is None:
-            return 0
-        return max(0, pages_used - self.pages_included)
-
 
 PLANS: dict[str, Plan] = {
     "developer": Plan("developer", 25, None, 10, 10, hard_stop=True),
