@@ -124,11 +124,11 @@ def test_the_engine_package_loads_the_filler_on_first_use() -> None:
 def test_noto_cmap_and_metrics_match_fonttools() -> None:
     from fontTools.ttLib import TTFont
 
-    font = TTFont(str(fonts._noto_path()), lazy=True)
+    font = TTFont(str(fonts.noto_path()), lazy=True)
     best = font.getBestCmap()
     order = font.getGlyphOrder()
     hmtx = font["hmtx"]
-    noto = fonts._noto()
+    noto = fonts.fallbacks()[0]  # Noto Sans comes first
     covered = [code for lo, hi, _ in fonts.COVERED_BLOCKS for code in range(lo, hi + 1)]
     assert {c for c in covered if c in best} == {c for c in covered if c in noto.cmap}
     for code in covered:

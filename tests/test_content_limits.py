@@ -25,7 +25,7 @@ from pypdf.filters import decode_stream_data
 from pypdf.generic import ArrayObject, NameObject, StreamObject
 
 from fillpdf_provider.engine import content_limits
-from fillpdf_provider.engine.content_limits import _decoded_size, check_content_sizes
+from fillpdf_provider.engine.content_limits import check_content_sizes, decoded_size
 from fillpdf_provider.engine.convert import convert
 from fillpdf_provider.engine.detect import HEAVY_PAGE_BYTES, page_geometries, pdfium_page
 from fillpdf_provider.engine.errors import DamagedPdfError
@@ -66,7 +66,7 @@ def test_the_counted_size_is_what_pypdf_decodes(filters: list[str], encode) -> N
     stream = StreamObject()
     stream._data = encode(TEXT)
     stream[NameObject("/Filter")] = ArrayObject(NameObject(f) for f in filters)
-    assert _decoded_size(stream, 10**9) == len(decode_stream_data(stream))
+    assert decoded_size(stream, 10**9) == len(decode_stream_data(stream))
 
 
 def test_a_real_form_is_counted_in_full_and_converts() -> None:
@@ -160,7 +160,7 @@ def test_forms_that_list_one_another_but_draw_in_a_chain_convert() -> None:
 
 @pytest.mark.parametrize("compress", [False, True], ids=["plain", "flate"])
 def test_do_operators_are_read_across_decoding_steps(monkeypatch, compress: bool) -> None:
-    monkeypatch.setattr(content_limits, "_STEP", 7)  # every operator split somewhere
+    monkeypatch.setattr(content_limits, "DECODE_STEP", 7)  # every operator split somewhere
     data = _TEXT + b"q /X1 Do Q\nq /X#31\n  Do Q\n" * 25  # 50 draws, half #-escaped
     page = _PAGE.replace(b"/Resources << ", b"/Resources << /XObject << /X1 6 0 R >> ")
     contents = _stream(zlib.compress(data), b" /Filter /FlateDecode") if compress else (

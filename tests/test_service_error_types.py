@@ -21,7 +21,7 @@ import pytest
 from servicekit import Server, flat_form, start_server
 
 from fillpdf_provider.api_errors import ERROR_TYPES
-from fillpdf_provider.client import ERRORS, _raise_for
+from fillpdf_provider.client import ERRORS, FillPdfClient, RetryPolicy
 from fillpdf_provider.service import Settings, create_app
 from fillpdf_provider.service.errors import ApiError, engine_error
 from fillpdf_provider.service.isolation import EngineFailure
@@ -173,11 +173,13 @@ def test_the_service_answers_the_tables_status_with_the_type(
         ERROR_TYPES[error_type].status,
         error_type,
     ), body[:300]
-    response = httpx.Response(
-        status, headers=headers, content=body, request=httpx.Request("GET", "http://test/")
+    # The same answer, given to the client: it raises the class of that type.
+    transport = httpx.MockTransport(lambda _: httpx.Response(status, headers=headers, content=body))
+    client = FillPdfClient(
+        "http://test", "k", retry=RetryPolicy(max_retries=0), transport=transport
     )
-    with pytest.raises(ERRORS[error_type]) as caught:
-        _raise_for(response)
+    with client, pytest.raises(ERRORS[error_type]) as caught:
+        client.get_account()
     assert caught.value.status == status and caught.value.http_status == status
 
 

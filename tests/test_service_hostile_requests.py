@@ -408,12 +408,12 @@ def test_an_app_without_a_public_url_uses_localhost(tmp_path: Path) -> None:
 
 
 def test_serve_takes_its_public_url_from_its_bind_address() -> None:
-    from fillpdf_provider.cli import _bind_url
+    from fillpdf_provider.service.serving import bind_url
 
-    assert _bind_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
-    assert _bind_url("0.0.0.0", 80) == f"http://{socket.gethostname()}:80"
-    assert _bind_url("::", 8000) == f"http://{socket.gethostname()}:8000"
-    assert _bind_url("::1", 8000) == "http://[::1]:8000"
+    assert bind_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
+    assert bind_url("0.0.0.0", 80) == f"http://{socket.gethostname()}:80"
+    assert bind_url("::", 8000) == f"http://{socket.gethostname()}:8000"
+    assert bind_url("::1", 8000) == "http://[::1]:8000"
 
 
 # --------------------------------------------------------------------------- API docs

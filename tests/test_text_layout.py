@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 
 from fillpdf_provider.engine import appearance
-from fillpdf_provider.engine.appearance import _wrap
+from fillpdf_provider.engine.appearance import wrap
 from fillpdf_provider.engine.errors import FieldValueError
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.fonts import core_font
@@ -70,13 +70,13 @@ class CountingFont:
     room=st.floats(min_value=3, max_value=400),
 )
 def test_lines_are_the_same_as_the_plain_algorithm(text: str, size: float, room: float) -> None:
-    assert _wrap(text, HELVETICA, size, room) == reference_wrap(text, HELVETICA, size, room)
+    assert wrap(text, HELVETICA, size, room) == reference_wrap(text, HELVETICA, size, room)
 
 
 @pytest.mark.parametrize("text", ["W" * 3000, "word " * 2000, ("x" * 500 + " ") * 20])
 def test_wrapping_measures_each_character_a_bounded_number_of_times(text: str) -> None:
     font = CountingFont()
-    lines = _wrap(text, font, 12.0, 200.0)  # type: ignore[arg-type]
+    lines = wrap(text, font, 12.0, 200.0)  # type: ignore[arg-type]
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
     # a line is at most ~40 characters here: each word is measured with the line before it
     assert font.measured <= 60 * len(text), font.measured
@@ -94,13 +94,13 @@ def test_a_long_multiline_value_is_laid_out_once_per_size_that_can_fit(
     form: Template, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[float] = []
-    original = appearance._wrap
+    original = appearance.wrap
 
     def counting(text, font, size, room):
         calls.append(size)
         return original(text, font, size, room)
 
-    monkeypatch.setattr(appearance, "_wrap", counting)
+    monkeypatch.setattr(appearance, "wrap", counting)
     form.fill({"notes": "word " * 1000})  # most of what the box holds at 4 pt
     # sizes too large for the text's ink are skipped without wrapping it
     assert len(calls) <= 3, calls

@@ -31,7 +31,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from fillpdf_provider import __version__
 from fillpdf_provider.engine.errors import FillPdfError, TextOverflowError
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from fillpdf_provider.engine.batch import BatchSummary
+    from fillpdf_provider.engine.schema import Field
 
 # Each command imports what it runs, when it runs: a one-off ``fillpdf fill`` must not pay
 # for the detector (numpy), Parquet (pyarrow), previews (PDFium, Pillow) or the service.
@@ -98,18 +99,13 @@ def _in_flags(message: str) -> str:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.convert import convert
-    from fillpdf_provider.engine.filler import write_atomic
+    from fillpdf_provider.engine.files import write_atomic
     from fillpdf_provider.engine.preview import write_preview
 
     preview_dir = Path(args.preview) if args.preview else None
     if preview_dir is not None and preview_dir.exists() and not preview_dir.is_dir():
         raise FillPdfError(f"--preview {args.preview} is a file; give a folder for the PNGs.")
-    schema = _read_json(args.schema, "schema") if args.schema else None
-    if schema is not None and not isinstance(schema, dict | list):
-        raise FillPdfError(
-            f"{args.schema} must hold a schema: a list of field entries, or a conversion "
-            "result with its 'schema' list."
-        )
+    schema = _read_schema(args.schema) if args.schema else None
     result = convert(
         args.pdf, detect=args.detect, schema=schema, min_confidence=args.min_confidence
     )
@@ -117,17 +113,37 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     previews = write_preview(result.pdf, result.schema, preview_dir) if preview_dir else []
     write_atomic(Path(args.output), result.pdf)
     if previews:
-        count = f"{len(previews)} preview PNG" + ("s" if len(previews) != 1 else "")
-        print(f"wrote {count} (one per page) to {preview_dir}", file=sys.stderr)
+        print(f"wrote {_count(len(previews), 'preview PNG')} (one per page) to {preview_dir}",
+              file=sys.stderr)  # fmt: skip
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        _print_json(result.to_dict())
         return 0
-    pages = f"{result.pages} page" + ("s" if result.pages != 1 else "")
-    found = f"{result.fields} field" + ("s" if result.fields != 1 else "")
     how = f"built from {args.schema}" if args.schema else "found"
-    print(f"{found} {how} on {pages} in {result.ms:,} ms; wrote {args.output}")
+    print(
+        f"{_count(result.fields, 'field')} {how} on {_count(result.pages, 'page')} in "
+        f"{result.ms:,} ms; wrote {args.output}"
+    )
     return 0
+
+
+def _read_schema(path: str) -> dict[str, Any] | list[Any]:
+    """A --schema file: a list of field entries, or a whole conversion result."""
+    schema = _read_json(path, "schema")
+    if not isinstance(schema, dict | list):
+        raise FillPdfError(
+            f"{path} must hold a schema: a list of field entries, or a conversion result with "
+            "its 'schema' list."
+        )
+    return schema
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("s" if number != 1 else "")
+
+
+def _print_json(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
 
 
 def _read_json(path: str, what: str) -> object:
@@ -166,39 +182,39 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         _note_repairs(args.form, template.repaired)
         fields = template.fields
     if args.json:
-        json.dump(
-            {"fields": [f.to_dict() for f in fields]}, sys.stdout, ensure_ascii=False, indent=2
-        )
-        sys.stdout.write("\n")
-        return 0
-    if not fields:
+        _print_json({"fields": [f.to_dict() for f in fields]})
+    elif not fields:
         print(f"{args.form}: no fillable fields (convert it with `fillpdf convert`).")
-        return 0
+    else:
+        _print_fields(fields)
+    return 0
+
+
+def _print_fields(fields: list[Field]) -> None:
+    """The fields as a table a person reads: name, type, page and what limits the value."""
     width = min(60, max(len(f.name) for f in fields))
     print(f"{'name':<{width}}  {'type':<9} page  details")
     for f in fields:
-        details = []
-        if f.options:
-            details.append(
-                "options: " + ", ".join(f.options[:6]) + (" …" if len(f.options) > 6 else "")
-            )
-        if f.max_length:
-            details.append(f"max {f.max_length}" + (" comb" if f.comb else ""))
-        if f.multiline:
-            details.append("multiline")
-        if f.read_only:
-            details.append("read-only")
-        if f.required:
-            details.append("required")
-        print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(details)}")
+        print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(_details(f))}")
     print(f"{len(fields)} fields")
-    return 0
+
+
+def _details(field: Field) -> list[str]:
+    details = []
+    if field.options:
+        more = " …" if len(field.options) > 6 else ""
+        details.append("options: " + ", ".join(field.options[:6]) + more)
+    if field.max_length:
+        details.append(f"max {field.max_length}" + (" comb" if field.comb else ""))
+    flags = {"multiline": field.multiline, "read-only": field.read_only, "required": field.required}
+    return details + [name for name, on in flags.items() if on]
 
 
 def _cmd_fill(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.appearance import Fit
     from fillpdf_provider.engine.coerce import coerce_values
-    from fillpdf_provider.engine.filler import Template, write_atomic
+    from fillpdf_provider.engine.files import write_atomic
+    from fillpdf_provider.engine.filler import Template
 
     values = _read_json(args.values, "values")
     if not isinstance(values, dict):
@@ -374,27 +390,15 @@ def _service_env(args: argparse.Namespace) -> None:
             os.environ[variable] = str(Path(value).resolve()) if flag == "data_dir" else value
 
 
-def _bind_url(host: str, port: int) -> str:
-    """``http://host:port`` of the address the server listens on; a wildcard address
-    (0.0.0.0, ::) becomes this machine's name, since no client can reach the wildcard."""
-    import socket
-
-    if host in ("", "0.0.0.0", "::"):
-        host = socket.gethostname()
-    elif ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
-
-
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from fillpdf_provider.service.serving import uvicorn_options
+    from fillpdf_provider.service.serving import bind_url, uvicorn_options
     from fillpdf_provider.service.settings import SERVER_PID_VARIABLE, Settings
 
     _service_env(args)
     if not os.environ.get("FILLPDF_PUBLIC_URL"):  # document URLs never follow a Host header
-        os.environ["FILLPDF_PUBLIC_URL"] = _bind_url(args.host, args.port)
+        os.environ["FILLPDF_PUBLIC_URL"] = bind_url(args.host, args.port)
     os.environ[SERVER_PID_VARIABLE] = str(os.getpid())
     Settings.from_env().prepare()  # fail here, once, on a bad data dir
     uvicorn.run(
@@ -427,38 +431,46 @@ def _key_store(*, create: bool) -> tuple[Engine, float]:
     return engine, settings.clock.now()
 
 
+def _create_key(args: argparse.Namespace, engine: Engine, now: float) -> int:
+    """``keys create``: a new key (or the one given with --key), on a new account unless
+    --account names one."""
+    from fillpdf_provider.service import keys
+
+    if args.key:
+        known = keys.key_registered(engine, args.key)
+        if known:
+            print(f"key {args.key.split('_')[1]} is already registered")
+            return 0
+        if known is None:
+            raise FillPdfError("Another key already uses that key id; choose a new key.")
+    account = args.account
+    if account is None:
+        enterprise = {
+            "pages_included": args.pages_included,
+            "overage_rate_usd": args.overage_rate,
+            "max_pages_per_file": args.max_pages,
+            "rate_limit_per_minute": args.rate_limit,
+            "hard_stop": args.hard_stop,
+        }
+        account = keys.create_account(engine, args.plan, now, enterprise=enterprise)
+    if args.key:
+        key_id = keys.register_key(engine, account, args.key, now)
+        print(f"account {account}, key id {key_id} (the key given)")
+        return 0
+    key_id, key = keys.create_key(engine, account, now)
+    print(f"account {account}, key id {key_id}")
+    print("the key is shown once, below; only its hash is stored")
+    print(key)
+    return 0
+
+
 def _cmd_keys(args: argparse.Namespace) -> int:
     from fillpdf_provider.service import keys
 
     _service_env(args)
     engine, now = _key_store(create=args.action == "create")
     if args.action == "create":
-        if args.key:
-            known = keys.key_registered(engine, args.key)
-            if known:
-                print(f"key {args.key.split('_')[1]} is already registered")
-                return 0
-            if known is None:
-                raise FillPdfError("Another key already uses that key id; choose a new key.")
-        account = args.account
-        if account is None:
-            enterprise = {
-                "pages_included": args.pages_included,
-                "overage_rate_usd": args.overage_rate,
-                "max_pages_per_file": args.max_pages,
-                "rate_limit_per_minute": args.rate_limit,
-                "hard_stop": args.hard_stop,
-            }
-            account = keys.create_account(engine, args.plan, now, enterprise=enterprise)
-        if args.key:
-            key_id, key = keys.register_key(engine, account, args.key, now), args.key
-            print(f"account {account}, key id {key_id} (the key given)")
-            return 0
-        key_id, key = keys.create_key(engine, account, now)
-        print(f"account {account}, key id {key_id}")
-        print("the key is shown once, below; only its hash is stored")
-        print(key)
-        return 0
+        return _create_key(args, engine, now)
     if args.action == "revoke":
         if not args.key_id:
             raise FillPdfError("Give the key id to revoke: fillpdf keys revoke KEY_ID.")
@@ -496,6 +508,10 @@ PLAN_HELP = (
 )
 
 
+#: The object ``add_subparsers`` returns, on which each command adds its parser.
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fillpdf",
@@ -505,7 +521,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _convert_command(commands)
+    _inspect_command(commands)
+    _fill_command(commands)
+    _batch_command(commands)
+    _serve_command(commands)
+    _keys_command(commands)
+    return parser
 
+
+def _convert_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "convert",
         help="detect the fields of a flat PDF and make it fillable",
@@ -541,6 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_convert)
 
+
+def _inspect_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "inspect",
         help="list a form's fields",
@@ -556,6 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_inspect)
 
+
+def _fill_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "fill",
         help="fill a form with values from a JSON file",
@@ -578,6 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
     _fit_flags(p)
     p.set_defaults(run=_cmd_fill)
 
+
+def _batch_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "batch",
         help="fill a form once per row of a CSV or Parquet file",
@@ -629,6 +660,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_batch)
 
+
+def _serve_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "serve",
         help="run the FillPDF HTTP API (/v1)",
@@ -662,6 +695,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_serve)
 
+
+def _keys_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "keys",
         help="create, list or revoke API keys of the service",
@@ -704,7 +739,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--hard-stop", action="store_true", help="refuse conversions past the included pages"
     )
     p.set_defaults(run=_cmd_keys)
-    return parser
 
 
 def _fit_flags(p: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from airflow.sdk import ObjectStoragePath
 
-from fillpdf_provider.engine.filler import write_atomic
+from fillpdf_provider.engine.files import write_atomic
 
 LOCAL_PROTOCOLS = ("", "file", "local")
 # The connection Airflow's own providers use for a scheme when none is named.
@@ -186,6 +186,7 @@ class Store:
         batched: bool = False,
     ) -> None:
         self.location = str(location).rstrip("/") or str(location)
+        self.conn_id = conn_id
         self.local = local_path(location)
         self.remote = None if self.local is not None else storage_path(location, conn_id)
         self.batched = batched
@@ -275,22 +276,27 @@ class Store:
 
     @contextlib.contextmanager
     def readable(self, name: str) -> Iterator[Path]:
-        with readable(self.local / name if self.local is not None else self.remote / name) as p:
+        if self.local is not None:
+            where: str | Path = self.local / name
+        else:
+            assert self.remote is not None
+            where = f"{self.location}/{name}"
+        with readable(where, self.conn_id) as p:
             yield p
 
     def names(self, folder: str, pattern: str = "*") -> list[str]:
         """Names of the files in ``folder`` matching ``pattern``, sorted (no recursion)."""
         if self.local is not None:
-            base = self.local / folder
-            if not base.is_dir():
+            here = self.local / folder
+            if not here.is_dir():
                 return []
-            return sorted(p.name for p in base.iterdir() if p.is_file()
+            return sorted(p.name for p in here.iterdir() if p.is_file()
                           and fnmatch.fnmatch(p.name, pattern))  # fmt: skip
         assert self.remote is not None
-        base = self.remote / folder
-        if not base.exists():
+        there = self.remote / folder
+        if not there.exists():
             return []
-        return sorted(p.name for p in base.iterdir() if fnmatch.fnmatch(p.name, pattern))
+        return sorted(p.name for p in there.iterdir() if fnmatch.fnmatch(p.name, pattern))
 
     def remove(self, name: str) -> None:
         if self.local is not None:

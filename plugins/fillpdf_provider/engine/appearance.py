@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
 
@@ -32,8 +32,13 @@ HIGHLIGHT = b"0.6 0.75 0.86 rg"
 
 
 class Font(Protocol):
-    ascent: float
-    descent: float
+    """What layout needs of a font: its line (per 1 pt), its codes and their widths. The
+    metrics are read-only: the engine's fonts are frozen."""
+
+    @property
+    def ascent(self) -> float: ...
+    @property
+    def descent(self) -> float: ...
 
     def encode(self, text: str) -> bytes | None: ...
     def width(self, codes: bytes) -> float: ...
@@ -116,24 +121,7 @@ def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]
     if fill:
         frame += b"%s 0 0 %s %s re f\n" % (fill, _number(width), _number(height))
     if stroke and border > 0:
-        half = border / 2
-        if bs.get("/S") == "/U":
-            frame += b"%s %s w 0 %s m %s %s l S\n" % (
-                stroke,
-                _number(border),
-                _number(half),
-                _number(width),
-                _number(half),
-            )
-        else:
-            frame += b"%s %s w %s %s %s %s re S\n" % (
-                stroke,
-                _number(border),
-                _number(half),
-                _number(half),
-                _number(width - border),
-                _number(height - border),
-            )
+        frame += _border(stroke, border, bs.get("/S") == "/U", width, height)
     bbox = b"[0 0 %s %s]" % (_number(width), _number(height))
     clip = b"%s %s %s %s re W n\n" % (
         _number(border),
@@ -144,25 +132,61 @@ def widget_box(widget: DictionaryObject, rect: tuple[float, float, float, float]
     return Box(width, height, bbox, matrix, frame, border, clip)
 
 
+def _border(stroke: bytes, border: float, underline: bool, width: float, height: float) -> bytes:
+    """The operators stroking a widget's border of ``border`` points: a box, or the line
+    under it for the underline style (``/BS /S /U``)."""
+    half = border / 2
+    if underline:
+        return b"%s %s w 0 %s m %s %s l S\n" % (
+            stroke,
+            _number(border),
+            _number(half),
+            _number(width),
+            _number(half),
+        )
+    return b"%s %s w %s %s %s %s re S\n" % (
+        stroke,
+        _number(border),
+        _number(half),
+        _number(half),
+        _number(width - border),
+        _number(height - border),
+    )
+
+
 def _drawn_rotation(widget: DictionaryObject) -> int:
     """The quarter turn of a widget's existing appearance ``/Matrix``: some forms rotate a
     field that way alone, with no ``/MK /R``, and a redrawn value must turn with it."""
+    matrix = _appearance_matrix(widget)
+    if matrix is None:
+        return 0
+    try:
+        a, b = float(matrix[0]), float(matrix[1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return 0
+    if a == 0 and b == 0:
+        return 0
+    return round(math.degrees(math.atan2(b, a)) / 90) * 90 % 360
+
+
+def _appearance_matrix(widget: DictionaryObject) -> Any:
+    """The ``/Matrix`` of the widget's normal appearance, as the file has it (any PDF
+    value), or None."""
+    normal = _normal_appearance(widget)
+    matrix = normal.get("/Matrix") if isinstance(normal, StreamObject) else None
+    return matrix.get_object() if matrix is not None else None
+
+
+def _normal_appearance(widget: DictionaryObject) -> object:
+    """The widget's normal appearance: its stream, or a button's first state's."""
     ap = widget.get("/AP")
     ap = ap.get_object() if ap is not None else None
     normal = ap.get("/N") if isinstance(ap, DictionaryObject) else None
     normal = normal.get_object() if normal is not None else None
     if isinstance(normal, DictionaryObject) and not isinstance(normal, StreamObject):
         streams = [v.get_object() for v in normal.values()]
-        normal = next((v for v in streams if isinstance(v, StreamObject)), None)
-    matrix = normal.get("/Matrix") if isinstance(normal, StreamObject) else None
-    matrix = matrix.get_object() if matrix is not None else None
-    try:
-        a, b = float(matrix[0]), float(matrix[1])  # type: ignore[index]
-    except (TypeError, ValueError, IndexError, KeyError):
-        return 0
-    if a == 0 and b == 0:
-        return 0
-    return round(math.degrees(math.atan2(b, a)) / 90) * 90 % 360
+        return next((v for v in streams if isinstance(v, StreamObject)), None)
+    return normal
 
 
 _SPECIAL = re.compile(rb"[\\()\r\n]")
@@ -293,7 +317,7 @@ def _char_width(font: Font, char: str, cache: dict[str, float]) -> float:
     return width
 
 
-def _wrap(text: str, font: Font, size: float, room: float) -> list[str]:
+def wrap(text: str, font: Font, size: float, room: float) -> list[str]:
     """Lines of ``text`` that fit ``room`` at ``size``: words move to the next line, and a word
     wider than the line is cut. Linear in the text's length, however long its words."""
     lines: list[str] = []
@@ -319,7 +343,9 @@ def _wrap(text: str, font: Font, size: float, room: float) -> list[str]:
     return lines
 
 
-def _fitting_prefix(line: str, font: Font, size: float, room: float, cache: dict) -> int:
+def _fitting_prefix(
+    line: str, font: Font, size: float, room: float, cache: dict[str, float]
+) -> int:
     """How many characters of ``line`` fit ``room`` (all of them, or at most all but one and at
     least one): one pass, summing widths in order as ``Font.width`` does."""
     total = 0.0
@@ -444,7 +470,7 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
 
 
 def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[bytes], bool]:
-    font, da = style.font, style.da
+    font = style.font
     if not text.strip():
         return [], False
     room_w = box.width - 2 * box.padding
@@ -453,59 +479,105 @@ def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[by
     # The size at which one line fills the box's height: a box with room for one line at
     # most is laid out as one line, as viewers do, sized by its height and width.
     one_line = room_h / (top - bottom) if top > bottom else AUTO_MAX_SIZE
-    start = min(da.size or AUTO_MAX_SIZE, max(one_line, SMALLEST))
+    start = min(style.da.size or AUTO_MAX_SIZE, max(one_line, SMALLEST))
     floor = min(fit.min_size, start)
-
-    def lines_hold(at: float) -> int:
-        """How many lines fit the box at ``at``: the last one's descenders included."""
-        return max(0, int((room_h - at * (top - bottom)) / (at * LEADING) + 1 + 1e-9))
-
-    if lines_hold(floor) <= 1:
+    if _lines_hold(room_h, top - bottom, floor) <= 1:
         return _single(box, style, text, fit)
-    ink, widest = _ink_width(font, text)
+    room = _Room(room_w, room_h, top - bottom, *_ink_width(font, text))
+    size, lines, cut = _fitted_lines(room, text, font, start, floor, fit)
+    return _line_ops(box, style, lines, size, top), cut
 
-    def cannot_fit(at: float) -> bool:
+
+def _lines_hold(room_h: float, line: float, at: float) -> int:
+    """How many lines fit a box ``room_h`` high at ``at``: the last one's descenders (of a
+    ``line`` of ink per 1 pt) included."""
+    return max(0, int((room_h - at * line) / (at * LEADING) + 1 + 1e-9))
+
+
+class _Room:
+    """A multiline box's room for a text: its width and height, the text's line of ink per
+    1 pt, and its characters' summed and widest widths per 1 pt."""
+
+    __slots__ = ("height", "ink", "line", "widest", "width")
+
+    def __init__(self, width: float, height: float, line: float, ink: float, widest: float) -> None:
+        self.width, self.height, self.line = width, height, line
+        self.ink, self.widest = ink, widest
+
+    def hold(self, at: float) -> int:
+        """How many lines fit the box at ``at``."""
+        return _lines_hold(self.height, self.line, at)
+
+    def cannot_fit(self, at: float) -> bool:
         """True when even perfectly packed lines would overflow (no line is wider than the
         box unless one character is, so the lines are at least ink / room)."""
-        if widest * at > room_w or room_w <= 0:
+        if self.widest * at > self.width or self.width <= 0:
             return False  # the bound does not hold: wrap and see
-        return math.ceil(ink * at / room_w - 1e-9) > lines_hold(at)
+        return math.ceil(self.ink * at / self.width - 1e-9) > self.hold(at)
 
-    size, cut = start, False
-    if cannot_fit(floor):
+    def too_much(self, text: str, floor: float) -> str:
+        holds = int(len(text) * self.hold(floor) * self.width / (self.ink * floor))
+        return (
+            f"{len(text):,} characters can't be shown in this box even at {floor:g} pt (it "
+            f"holds about {holds:,}); shorten the value, use a larger field, or choose "
+            "the 'shrink' or 'truncate' overflow policy."
+        )
+
+    def too_many_lines(self, text: str, lines: int, floor: float) -> str:
+        return (
+            f"{len(text):,} characters need {lines} lines at {floor:g} pt and "
+            f"the box holds {self.hold(floor)}; shorten the value, use a larger "
+            "field, or choose the 'shrink' or 'truncate' overflow policy."
+        )
+
+
+def _fitted_lines(
+    room: _Room, text: str, font: Font, start: float, floor: float, fit: Fit
+) -> tuple[float, list[str], bool]:
+    """The size text is drawn at (from ``start`` down to ``floor``), its lines, and whether
+    ``fit`` cut it to the box. Sizes too large for the text's ink are skipped unwrapped."""
+    if room.cannot_fit(floor):
         if fit.policy == "error":
-            holds = int(len(text) * lines_hold(floor) * room_w / (ink * floor))
-            raise TextTooLong(
-                f"{len(text):,} characters can't be shown in this box even at {floor:g} pt (it "
-                f"holds about {holds:,}); shorten the value, use a larger field, or choose "
-                "the 'shrink' or 'truncate' overflow policy."
-            )
-        size = floor if fit.policy == "shrink" else start
-        cut = True
-    while not cut:
-        if size > floor and cannot_fit(size):
-            size = max(floor, size - (0.5 if size > 4 else 0.25))
+            raise TextTooLong(room.too_much(text, floor))
+        return _cut_lines(room, text, font, _cut_size(fit, start, floor))
+    size = start
+    while True:
+        if size > floor and room.cannot_fit(size):
+            size = _smaller(size, floor)
             continue
-        lines = _wrap(text, font, size, room_w)
-        if len(lines) <= lines_hold(size):
-            break
+        lines = wrap(text, font, size, room.width)
+        if len(lines) <= room.hold(size):
+            return size, lines, False
         if size <= floor:
             if fit.policy == "error":
-                raise TextTooLong(
-                    f"{len(text):,} characters need {len(lines)} lines at {floor:g} pt and "
-                    f"the box holds {lines_hold(floor)}; shorten the value, use a larger "
-                    "field, or choose the 'shrink' or 'truncate' overflow policy."
-                )
-            size = floor if fit.policy == "shrink" else start
-            cut = True
-            break
-        size = max(floor, size - (0.5 if size > 4 else 0.25))
-    if cut:
-        lines = _wrap(_head(text, font, size, room_w, lines_hold(size)), font, size, room_w)
-        lines = lines[: lines_hold(size)]
+                raise TextTooLong(room.too_many_lines(text, len(lines), floor))
+            return _cut_lines(room, text, font, _cut_size(fit, start, floor))
+        size = _smaller(size, floor)
+
+
+def _smaller(size: float, floor: float) -> float:
+    """The next size tried: half a point smaller (a quarter below 4 pt), never below ``floor``."""
+    return max(floor, size - (0.5 if size > 4 else 0.25))
+
+
+def _cut_size(fit: Fit, start: float, floor: float) -> float:
+    """The size text too long for its box is cut at: the smallest under ``"shrink"``, the
+    field's own under ``"truncate"``."""
+    return floor if fit.policy == "shrink" else start
+
+
+def _cut_lines(room: _Room, text: str, font: Font, size: float) -> tuple[float, list[str], bool]:
+    """The lines of as much of ``text`` as the box holds at ``size``: the text, cut."""
+    lines = wrap(_head(text, font, size, room.width, room.hold(size)), font, size, room.width)
+    return size, lines[: room.hold(size)], True
+
+
+def _line_ops(box: Box, style: TextStyle, lines: list[str], size: float, top: float) -> list[bytes]:
+    """The operators showing ``lines`` at ``size`` from the box's top, each aligned."""
+    font = style.font
     leading = size * LEADING
     y = box.height - box.padding - size * top
-    out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), da.color)]
+    out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), style.da.color)]
     previous_x, previous_y = 0.0, 0.0
     for line in lines:
         codes = font.encode(line) or b""
@@ -516,7 +588,7 @@ def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[by
         )
         previous_x, previous_y = x, y
         y -= leading
-    return out, cut
+    return out
 
 
 def _head(text: str, font: Font, size: float, room: float, lines: int) -> str:

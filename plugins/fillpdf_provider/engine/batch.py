@@ -13,13 +13,12 @@ import hashlib
 import itertools
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Protocol
+from typing import NotRequired, Protocol, TypedDict
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -35,7 +34,9 @@ from fillpdf_provider.engine.coerce import (
     no_column_matches,
 )
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
-from fillpdf_provider.engine.filler import Template, new_file_mode, write_atomic
+from fillpdf_provider.engine.files import private_temp, publish, set_new_file_mode, write_atomic
+from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.engine.schema import Field
 
 MANIFEST_NAME = "manifest.parquet"
 MANIFEST_SCHEMA = pa.schema(
@@ -156,9 +157,7 @@ class FolderSink:
         write_atomic(self.folder / name, data)
 
     def publish(self, name: str, path: Path) -> None:
-        target = self.folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
+        publish(path, self.folder / name)
 
     def uri(self, name: str) -> str:
         return str(self.folder / name)
@@ -227,10 +226,11 @@ def count_rows(path: str | os.PathLike[str], *, scan: bool = False) -> int | Non
     streamed: far quicker than filling its rows), else None."""
     path = Path(path)
     if path.suffix.lower() in (".parquet", ".pq"):
-        return pq.ParquetFile(path).metadata.num_rows
+        counted: int = pq.ParquetFile(path).metadata.num_rows
+        return counted
     if not scan:
         return None
-    return sum(batch.num_rows for batch in read_batches(path, batch_rows=65536))
+    return sum(int(batch.num_rows) for batch in read_batches(path, batch_rows=65536))
 
 
 def total_rows(path: str | os.PathLike[str]) -> int | None:
@@ -359,138 +359,191 @@ def fill_rows(
     columns = first.schema.names if first is not None else []
     names = OutputNames(name_template)
     names.check(columns)
-    fields = {f.name: f for f in template.fields}
-    pairs, unmapped, unfilled = map_columns(columns, list(fields.values()), mapping)
-    if columns and not pairs:  # every PDF would be blank
-        raise no_column_matches(columns, list(fields.values()))
-    near = near_fields(unmapped, list(fields.values()), taken=set(pairs.values()))
-    unmapped = [describe_unmapped(c, near[c]) for c in unmapped]
-    date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
-    sink: OutputSink = (
-        out_dir if hasattr(out_dir, "publish") else FolderSink(out_dir)  # type: ignore[arg-type]
-    )
-    summary = BatchSummary(
-        out_dir=sink.uri("").rstrip("/\\"),
-        manifest=sink.uri(manifest_name),
-        unmapped_columns=unmapped,
-        unfilled_fields=unfilled,
-    )
-    manifest = _ManifestWriter(sink, manifest_name)
-    started = time.perf_counter()
-    reported = started
-    row_number = start_row - 1
+    filler, summary = _RowFiller.prepare(template, columns, mapping, names, out_dir)
+    filler.flatten, filler.require, filler.fit = flatten, require, fit
+    summary.manifest = filler.sink.uri(manifest_name)
+    manifest = _ManifestWriter(filler.sink, manifest_name)
+    report = _Progress(progress, progress_every)
     finished = False  # a manifest is published only for rows whose files are published
     try:
-        for batch in itertools.chain([first] if first is not None else [], batches):
-            first_row = row_number + 1  # the number of this batch's first row
-            row_number += batch.num_rows
-            if row_range is not None:
-                if first_row >= row_range[1]:
-                    break
-                low = max(row_range[0] - first_row, 0)
-                high = min(row_range[1] - first_row, batch.num_rows)
-                if high <= low:
-                    continue
-                batch = batch.slice(low, high - low)
-                first_row += low
-            values_by_column = {c: batch.column(c).to_pylist() for c in batch.schema.names}
-            for i in range(batch.num_rows):
-                row = first_row + i
-                cells = {c: values[i] for c, values in values_by_column.items()}
-                record = _fill_one(
-                    template,
-                    fields,
-                    date_formats,
-                    pairs,
-                    cells,
-                    row,
-                    names,
-                    sink,
-                    flatten,
-                    require,
-                    fit,
-                )
-                manifest.add(record)
-                summary.rows += 1
-                if record["status"] == "ok":
-                    summary.ok += 1
-                    summary.cut += bool(record["cut"])
-                else:
-                    summary.failed += 1
-                    if len(summary.errors) < 20:
-                        summary.errors.append({"row": row, "error": record["error"]})
-                    if on_error == "fail":
-                        finished = True  # the manifest shows the rows before the bad one
-                        raise RowError(row, record.pop("exception"))  # type: ignore[arg-type]
-                if progress is not None and time.perf_counter() - reported >= progress_every:
-                    reported = time.perf_counter()
-                    progress(summary, reported - started)
+        for row, cells in _numbered_rows(first, batches, start_row, row_range):
+            record = filler.fill(row, cells)
+            manifest.add(record)
+            _tally(summary, row, record)
+            if "exception" in record and on_error == "fail":
+                finished = True  # the manifest shows the rows before the bad one
+                raise RowError(row, record["exception"])
+            report.tick(summary)
         finished = True
     finally:
-        summary.seconds = time.perf_counter() - started
+        summary.seconds = time.perf_counter() - report.started
         if finished:
             manifest.close()
         else:
             manifest.discard()
     summary.finished = True
-    if progress is not None:
-        progress(summary, summary.seconds)
+    report.done(summary)
     return summary
 
 
-def _fill_one(
-    template: Template,
-    fields: Mapping[str, object],
-    date_formats: Mapping[str, str | None],
-    pairs: Mapping[str, str],
-    cells: Mapping[str, object],
-    row: int,
-    names: OutputNames,
-    sink: OutputSink,
-    flatten: bool,
-    require: bool = False,
-    fit: Fit | None = None,
-) -> dict[str, object]:
-    record: dict[str, object] = {
-        "row": row,
-        "path": None,
-        "sha256": None,
-        "pages": None,
-        "bytes": None,
-        "status": "error",
-        "error": None,
-        "cut": None,
-    }
-    try:
+class _Progress:
+    """Calls a batch's progress callback at most every ``every`` seconds, and at the end."""
+
+    def __init__(self, callback: ProgressCallback | None, every: float) -> None:
+        self.callback, self.every = callback, every
+        self.started = self.reported = time.perf_counter()
+
+    def tick(self, summary: BatchSummary) -> None:
+        if self.callback is not None and time.perf_counter() - self.reported >= self.every:
+            self.reported = time.perf_counter()
+            self.callback(summary, self.reported - self.started)
+
+    def done(self, summary: BatchSummary) -> None:
+        if self.callback is not None:
+            self.callback(summary, summary.seconds)
+
+
+def _sink(out_dir: str | os.PathLike[str] | OutputSink) -> OutputSink:
+    """Where a batch's files go: a folder given by its path, else the sink given."""
+    if isinstance(out_dir, str | os.PathLike):
+        return FolderSink(out_dir)
+    return out_dir
+
+
+def _numbered_rows(
+    first: pa.RecordBatch | None,
+    batches: Iterator[pa.RecordBatch],
+    start_row: int,
+    row_range: tuple[int, int] | None,
+) -> Iterator[tuple[int, dict[str, object]]]:
+    """Each row to fill, with its number, as ``{column: cell}``: rows outside ``row_range``
+    are read past, and no batch past its end is read."""
+    row_number = start_row - 1
+    for batch in itertools.chain([first] if first is not None else [], batches):
+        first_row = row_number + 1  # the number of this batch's first row
+        row_number += batch.num_rows
+        if row_range is not None:
+            if first_row >= row_range[1]:
+                break
+            low = max(row_range[0] - first_row, 0)
+            high = min(row_range[1] - first_row, batch.num_rows)
+            if high <= low:
+                continue
+            batch = batch.slice(low, high - low)
+            first_row += low
+        values_by_column = {c: batch.column(c).to_pylist() for c in batch.schema.names}
+        for i in range(batch.num_rows):
+            yield first_row + i, {c: values[i] for c, values in values_by_column.items()}
+
+
+class _Record(TypedDict):
+    """A manifest row as filling writes it; a bad row's exception is kept beside it."""
+
+    row: int
+    path: str | None
+    sha256: str | None
+    pages: int | None
+    bytes: int | None
+    status: str
+    error: str | None
+    cut: list[str] | None
+    exception: NotRequired[Exception]
+
+
+def _tally(summary: BatchSummary, row: int, record: _Record) -> None:
+    """Count a filled row in ``summary``; the first few bad rows are kept for people."""
+    summary.rows += 1
+    if record["status"] == "ok":
+        summary.ok += 1
+        summary.cut += bool(record["cut"])
+        return
+    summary.failed += 1
+    if len(summary.errors) < 20:
+        summary.errors.append({"row": row, "error": record["error"]})
+
+
+@dataclass
+class _RowFiller:
+    """What every row of a batch is filled with, worked out once before the first row."""
+
+    template: Template
+    fields: dict[str, Field]
+    date_formats: dict[str, str | None]
+    pairs: dict[str, str]  # column -> field
+    names: OutputNames
+    sink: OutputSink
+    flatten: bool = False
+    require: bool = False
+    fit: Fit | None = None
+
+    @classmethod
+    def prepare(
+        cls,
+        template: Template,
+        columns: list[str],
+        mapping: Mapping[str, str] | None,
+        names: OutputNames,
+        out_dir: str | os.PathLike[str] | OutputSink,
+    ) -> tuple[_RowFiller, BatchSummary]:
+        """Pair the columns with the form's fields (refusing rows that would fill none), and
+        the summary that says which columns and fields are left out."""
+        fields = {f.name: f for f in template.fields}
+        pairs, unmapped, unfilled = map_columns(columns, list(fields.values()), mapping)
+        if columns and not pairs:  # every PDF would be blank
+            raise no_column_matches(columns, list(fields.values()))
+        near = near_fields(unmapped, list(fields.values()), taken=set(pairs.values()))
+        described = [describe_unmapped(c, near[c]) for c in unmapped]
+        date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
+        sink = _sink(out_dir)  # (a folder is made only once the batch is known to be fillable)
+        summary = BatchSummary(
+            out_dir=sink.uri("").rstrip("/\\"), unmapped_columns=described, unfilled_fields=unfilled
+        )
+        return cls(template, fields, date_formats, pairs, names, sink), summary
+
+    def fill(self, row: int, cells: Mapping[str, object]) -> _Record:
+        """Fill and write one row; a row that cannot be filled is recorded, not raised."""
+        try:
+            data, cut = self._filled(cells)
+            file_name = self.names.name(row, cells)
+            self.sink.write(file_name, data)
+        except (FillPdfError, ValueError, TypeError, OSError) as exc:
+            return {
+                "row": row,
+                "path": None,
+                "sha256": None,
+                "pages": None,
+                "bytes": None,
+                "status": "error",
+                "error": str(exc),
+                "cut": None,
+                "exception": exc,
+            }
+        return {
+            "row": row,
+            "path": file_name,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "pages": self.template.page_count,
+            "bytes": len(data),
+            "status": "ok",
+            "error": None,
+            "cut": list(cut) or None,
+        }
+
+    def _filled(self, cells: Mapping[str, object]) -> tuple[bytes, tuple[str, ...]]:
+        """The row's PDF, and the fields whose text the overflow policy cut."""
+        pairs = self.pairs
         row_values = {f: cells.get(c) for c, f in pairs.items() if not is_empty(cells.get(c))}
-        values = coerce_values(fields, row_values, date_formats)  # type: ignore[arg-type]
-        if require:
-            _check_required(fields, pairs, values)
-        cut: tuple[str, ...] = ()
-        if fit is None:
-            data = template.fill(values, flatten=flatten)
-        else:
-            filled = template.fill_result(values, flatten=flatten, fit=fit)
-            data, cut = filled.pdf, filled.cut
-        file_name = names.name(row, cells)
-        sink.write(file_name, data)
-    except (FillPdfError, ValueError, TypeError, OSError) as exc:
-        record["error"] = str(exc)
-        record["exception"] = exc
-        return record
-    record.update(
-        path=file_name,
-        sha256=hashlib.sha256(data).hexdigest(),
-        pages=template.page_count,
-        bytes=len(data),
-        status="ok",
-        cut=list(cut) or None,
-    )
-    return record
+        values = coerce_values(self.fields, row_values, self.date_formats)
+        if self.require:
+            _check_required(self.fields, pairs, values)
+        if self.fit is None:
+            return self.template.fill(values, flatten=self.flatten), ()
+        filled = self.template.fill_result(values, flatten=self.flatten, fit=self.fit)
+        return filled.pdf, filled.cut
 
 
 def _check_required(
-    fields: Mapping[str, object], pairs: Mapping[str, str], values: Mapping[str, object]
+    fields: Mapping[str, Field], pairs: Mapping[str, str], values: Mapping[str, object]
 ) -> None:
     """A field the form marks required must get a value: say which, and from which column."""
     for name, form_field in fields.items():
@@ -510,16 +563,12 @@ class _ManifestWriter:
     def __init__(self, sink: OutputSink, name: str, group: int = 4096) -> None:
         self.sink, self.name = sink, name
         scratch = getattr(sink, "scratch", None)
-        handle, temp = tempfile.mkstemp(
-            prefix=".manifest-", suffix=".tmp", dir=scratch() if scratch else None
-        )
-        os.close(handle)
-        self.temp = Path(temp)
+        self.temp = private_temp(scratch() if scratch else None, ".manifest-", ".tmp")
         self.group = group
         self.pending: list[dict[str, object]] = []
         self.writer = pq.ParquetWriter(self.temp, MANIFEST_SCHEMA)
 
-    def add(self, record: dict[str, object]) -> None:
+    def add(self, record: _Record) -> None:
         self.pending.append({k: record.get(k) for k in MANIFEST_SCHEMA.names})
         if len(self.pending) >= self.group:
             self._flush()
@@ -537,7 +586,7 @@ class _ManifestWriter:
         try:
             self._flush()
             self.writer.close()
-            os.chmod(self.temp, new_file_mode())
+            set_new_file_mode(self.temp)
             self.sink.publish(self.name, self.temp)
         finally:
             self.temp.unlink(missing_ok=True)

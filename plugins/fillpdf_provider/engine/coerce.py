@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Mapping
 from decimal import Decimal
 
-from fillpdf_provider.engine.errors import FieldError, FieldValueError, _close_names
+from fillpdf_provider.engine.errors import FieldError, FieldValueError, close_names
 from fillpdf_provider.engine.schema import Field
 
 TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "x", "on", "checked", "✓", "✔"})
@@ -86,12 +86,24 @@ def to_option(cell: object, options: tuple[str, ...], field_name: str) -> str:
     folded = {o.casefold(): o for o in options}
     if text.casefold() in folded:
         return folded[text.casefold()]
-    if isinstance(cell, bool) or text.lower() in TRUE_WORDS | FALSE_WORDS:
-        non_off = [o for o in options if o.lower() != "off"]
-        if len(non_off) == 1 and to_bool(cell, field_name):
-            return non_off[0]
+    sole = _yes_for_sole_option(cell, text, options, field_name)
+    if sole is not None:
+        return sole
     shown = ", ".join(repr(o) for o in options[:12])
     raise FieldValueError(field_name, f"{text!r} is not one of the options: {shown}.")
+
+
+def _yes_for_sole_option(
+    cell: object, text: str, options: tuple[str, ...], field_name: str
+) -> str | None:
+    """A yes (true, x, 1 ...) chooses the one option other than Off, as ticking a lone
+    radio button or a two-state choice does."""
+    if not isinstance(cell, bool) and text.lower() not in TRUE_WORDS | FALSE_WORDS:
+        return None
+    non_off = [o for o in options if o.lower() != "off"]
+    if len(non_off) == 1 and to_bool(cell, field_name):
+        return non_off[0]
+    return None
 
 
 def coerce_value(field: Field, cell: object, date_format: str | None = None) -> object | None:
@@ -145,6 +157,25 @@ def map_columns(
     Returns (column -> field, unmapped columns, fields no column fills).
     """
     names = {f.name for f in fields}
+    pairs = _mapped_pairs(columns, names, mapping)
+    taken = set(pairs.values())
+    by_normal = _by_normalised_name(fields)
+    for column in columns:
+        if column in pairs:
+            continue
+        match = _matching_field(column, names, by_normal, taken)
+        if match is not None:
+            pairs[column] = match
+            taken.add(match)
+    unmapped = [c for c in columns if c not in pairs]
+    unfilled = [f.name for f in fields if f.name not in taken and not f.read_only]
+    return pairs, unmapped, unfilled
+
+
+def _mapped_pairs(
+    columns: list[str], names: set[str], mapping: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The pairs an explicit mapping (column -> field) makes, each checked."""
     pairs: dict[str, str] = {}
     for column, field_name in (mapping or {}).items():
         if field_name not in names:
@@ -154,24 +185,25 @@ def map_columns(
                 field_name, f"the mapping names a column {column!r} the rows lack."
             )
         pairs[column] = field_name
-    taken = set(pairs.values())
+    return pairs
+
+
+def _by_normalised_name(fields: list[Field]) -> dict[str, list[str]]:
     by_normal: dict[str, list[str]] = {}
     for f in fields:
         by_normal.setdefault(normalise(f.name), []).append(f.name)
-    for column in columns:
-        if column in pairs:
-            continue
-        if column in names and column not in taken:
-            pairs[column] = column
-        else:
-            candidates = [n for n in by_normal.get(normalise(column), []) if n not in taken]
-            if len(candidates) == 1:
-                pairs[column] = candidates[0]
-        if column in pairs:
-            taken.add(pairs[column])
-    unmapped = [c for c in columns if c not in pairs]
-    unfilled = [f.name for f in fields if f.name not in taken and not f.read_only]
-    return pairs, unmapped, unfilled
+    return by_normal
+
+
+def _matching_field(
+    column: str, names: set[str], by_normal: dict[str, list[str]], taken: set[str]
+) -> str | None:
+    """The field not yet taken that ``column`` fills: the one of its name, else the only one
+    whose normalised name is the column's."""
+    if column in names and column not in taken:
+        return column
+    candidates = [n for n in by_normal.get(normalise(column), []) if n not in taken]
+    return candidates[0] if len(candidates) == 1 else None
 
 
 def near_fields(
@@ -184,7 +216,7 @@ def near_fields(
         if f.name not in taken and not f.read_only:
             by_normal.setdefault(normalise(f.name), f.name)
     known = list(by_normal)
-    return {c: [by_normal[n] for n in _close_names(normalise(c), known)] for c in columns}
+    return {c: [by_normal[n] for n in close_names(normalise(c), known)] for c in columns}
 
 
 def describe_unmapped(column: str, suggestions: list[str]) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from pypdf import PdfReader
-from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
+from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, PdfObject, StreamObject
 
 from fillpdf_provider.engine.errors import DamagedPdfError
 from fillpdf_provider.engine.pdfsyntax import name_bytes
@@ -41,7 +41,8 @@ MAX_FILE_CONTENT_BYTES = 256 * 1024 * 1024
 MAX_FORM_DRAWS = 10_000
 #: Form XObjects drawn inside one another deeper than this are not a real page's drawing.
 MAX_FORM_DEPTH = 64
-_STEP = 1024 * 1024
+#: Bytes decoded per step: about what measuring a stream holds in memory at once.
+DECODE_STEP = 1024 * 1024
 _MB = 1024 * 1024
 
 
@@ -82,7 +83,8 @@ def check_content_sizes(
 
 
 def _resolve(value: object) -> object:
-    return value.get_object() if value is not None else None  # type: ignore[attr-defined]
+    """``value`` with an indirect reference followed (pypdf's values are all ``PdfObject``)."""
+    return value.get_object() if isinstance(value, PdfObject) else value
 
 
 def _page_streams(page: DictionaryObject, seen: set[int]) -> Iterator[StreamObject]:
@@ -126,7 +128,7 @@ def _form_xobjects(resources: object, seen: set[int], depth: int) -> Iterator[St
             yield from _form_xobjects(xobject.get("/Resources"), seen, depth + 1)
 
 
-def _decoded_size(stream: StreamObject, budget: int) -> int:
+def decoded_size(stream: StreamObject, budget: int) -> int:
     """Bytes ``stream`` decodes to through its whole filter chain, counting no further than
     just past ``budget``. Filters this cannot decode (images' own codecs) count what reaches
     them."""
@@ -176,7 +178,7 @@ class _Scan:
 
 
 def _scan(stream: StreamObject, budget: int) -> _Scan:
-    """Decode ``stream`` as ``_decoded_size`` does, noting its ``Do`` operators on the way.
+    """Decode ``stream`` as ``decoded_size`` does, noting its ``Do`` operators on the way.
 
     Steps overlap by ``_DO_SPAN`` bytes so an operator split between two is read whole, and
     counted in the step where it starts.
@@ -372,7 +374,7 @@ def _entries(resources: object, kind: str) -> list[tuple[str, object]]:
     return [(name, _resolve(ref)) for name, ref in table.items()]
 
 
-def _own_resources(stream: StreamObject, outer: object) -> object:
+def _own_resources(stream: DictionaryObject, outer: object) -> object:
     """The resources content in ``stream`` draws with: its own, else those it is drawn with."""
     own = _resolve(stream.get("/Resources"))
     return own if isinstance(own, DictionaryObject) and own else outer
@@ -381,11 +383,7 @@ def _own_resources(stream: StreamObject, outer: object) -> object:
 def _painters(resources: DictionaryObject) -> list[tuple[StreamObject, object]]:
     """Content ``resources`` bring that readers draw without ``Do``: the glyphs of Type3 fonts,
     tiling patterns, soft masks; each with the resources it falls back on."""
-    found: list[tuple[object, object]] = []
-    for _, font in _entries(resources, "/Font"):
-        if isinstance(font, DictionaryObject) and font.get("/Subtype") == "/Type3":
-            outer = _own_resources(font, resources)  # type: ignore[arg-type]
-            found += [(glyph, outer) for _, glyph in _entries(font, "/CharProcs")]
+    found = _type3_glyphs(resources)
     for _, pattern in _entries(resources, "/Pattern"):
         found.append((pattern, resources))
     for _, state in _entries(resources, "/ExtGState"):
@@ -393,6 +391,17 @@ def _painters(resources: DictionaryObject) -> list[tuple[StreamObject, object]]:
         if isinstance(mask, DictionaryObject):
             found.append((_resolve(mask.get("/G")), resources))
     return [(s, outer) for s, outer in found if isinstance(s, StreamObject)]
+
+
+def _type3_glyphs(resources: DictionaryObject) -> list[tuple[object, object]]:
+    """The glyph procedures of the Type3 fonts of ``resources``, each with the resources it
+    draws with (the font's own, else these)."""
+    found: list[tuple[object, object]] = []
+    for _, font in _entries(resources, "/Font"):
+        if isinstance(font, DictionaryObject) and font.get("/Subtype") == "/Type3":
+            outer = _own_resources(font, resources)
+            found += [(glyph, outer) for _, glyph in _entries(font, "/CharProcs")]
+    return found
 
 
 def _appearances(page: DictionaryObject) -> list[StreamObject]:
@@ -412,8 +421,8 @@ def _appearances(page: DictionaryObject) -> list[StreamObject]:
 
 
 def _pieces(data: bytes) -> Iterator[bytes]:
-    for start in range(0, len(data), _STEP):
-        yield data[start : start + _STEP]
+    for start in range(0, len(data), DECODE_STEP):
+        yield data[start : start + DECODE_STEP]
 
 
 def _inflate(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -422,7 +431,7 @@ def _inflate(chunks: Iterable[bytes]) -> Iterator[bytes]:
         for data in chunks:
             pending = data
             while pending:
-                out = inflater.decompress(pending, _STEP)
+                out = inflater.decompress(pending, DECODE_STEP)
                 pending = inflater.unconsumed_tail
                 if out:
                     yield out
@@ -461,14 +470,7 @@ def _un85(chunks: Iterable[bytes]) -> Iterator[bytes]:
     for data in chunks:
         end = data.find(b"~>")
         text = carry + _SPACE.sub(b"", data if end < 0 else data[:end])
-        whole, count = 0, 0
-        for index, char in enumerate(text):  # the longest prefix of whole groups
-            if char == 0x7A and count == 0:  # "z": four zero bytes
-                whole = index + 1
-                continue
-            count += 1
-            if count == 5:
-                count, whole = 0, index + 1
+        whole = _whole_groups(text)
         try:
             if whole:
                 yield base64.a85decode(text[:whole])
@@ -484,6 +486,20 @@ def _un85(chunks: Iterable[bytes]) -> Iterator[bytes]:
             yield base64.a85decode(carry)
         except ValueError:
             return
+
+
+def _whole_groups(text: bytes) -> int:
+    """The length of the longest start of ASCII85 ``text`` made of whole groups (five
+    characters, or a ``z`` standing for four zero bytes)."""
+    whole, count = 0, 0
+    for index, char in enumerate(text):
+        if char == 0x7A and count == 0:  # "z": four zero bytes
+            whole = index + 1
+            continue
+        count += 1
+        if count == 5:
+            count, whole = 0, index + 1
+    return whole
 
 
 def _unrun(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -507,7 +523,7 @@ def _unrun(chunks: Iterable[bytes]) -> Iterator[bytes]:
                     break
                 out += buffer[index + 1 : index + 2] * (257 - length)
                 index += 2
-            if len(out) >= _STEP:
+            if len(out) >= DECODE_STEP:
                 yield bytes(out)
                 out.clear()
         buffer = buffer[index:]

@@ -8,11 +8,13 @@ Given a ``schema`` (a reviewed, edited one), it skips detection and writes exact
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from fillpdf_provider.engine.acroform_writer import write_acroform
 from fillpdf_provider.engine.content_limits import check_content_sizes
 from fillpdf_provider.engine.detect import MODES, detect_fields
+from fillpdf_provider.engine.detect.model import Detected
 from fillpdf_provider.engine.detect.scorer import Model
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
@@ -102,7 +104,7 @@ def convert(
             f"The PDF has {pages} pages; at most {max_pages} can be converted.", param="file"
         )
     base = opened.base.data
-    detected: list = []
+    detected: Sequence[Detected] = []
     if wanted is not None:
         with reading_pdf():
             check_placement(wanted, opened.reader)
@@ -120,7 +122,7 @@ def convert(
     return ConversionResult(pdf=output, schema=entries, pages=pages, ms=ms)
 
 
-def _schema(output: bytes, detected: list) -> list[Field]:
+def _schema(output: bytes, detected: Sequence[Detected]) -> list[Field]:
     """Schema entries of the written form, with the detector's labels and confidences."""
     if not detected:
         return []

@@ -77,7 +77,7 @@ class UnknownFieldError(FieldError):
 
     def __init__(self, name: str, known: Iterable[str]) -> None:
         self.name = name
-        self.suggestions = _close_names(name, list(known))
+        self.suggestions = close_names(name, list(known))
         hint = (
             "did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
             if self.suggestions
@@ -98,7 +98,9 @@ def _nearness(name: str, other: str) -> tuple[int, int, str]:
     return (-shared, abs(len(other) - len(name)), other)
 
 
-def _close_names(name: str, known: list[str]) -> list[str]:
+def close_names(name: str, known: list[str]) -> list[str]:
+    """Up to three of ``known`` that ``name`` is probably a misspelling of, nearest first:
+    the "did you mean" of an unknown field, option or column."""
     if len(name) > SUGGEST_NAME_LENGTH:
         return []
     if len(known) > SUGGEST_AMONG:
@@ -131,4 +133,5 @@ __all__ = [
     "SchemaError",
     "TextOverflowError",
     "UnknownFieldError",
+    "close_names",
 ]

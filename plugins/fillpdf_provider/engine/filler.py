@@ -8,15 +8,17 @@ cost of a row grows with the fields it sets, not with the size of the form.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import tempfile
 import threading
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any, SupportsIndex, SupportsInt, TypeGuard
 
+from pypdf import PageObject
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
 
 from fillpdf_provider.engine import fonts
@@ -37,10 +39,12 @@ from fillpdf_provider.engine.errors import (
     NoFormError,
     TextOverflowError,
     UnknownFieldError,
-    _close_names,
+    close_names,
 )
+from fillpdf_provider.engine.files import write_atomic
 from fillpdf_provider.engine.form import (
     FormField,
+    Target,
     Widget,
     acroform_of,
     check_form_size,
@@ -59,6 +63,9 @@ _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
 _DROP_BUTTON = frozenset({"/V", "/AS"})
 _DROP_BUTTON_AP = frozenset({"/V", "/AS", "/AP"})
 _DROP_FLATTEN_PAGE = frozenset({"/Annots", "/Contents", "/Resources"})
+_DROP_PARENT_TEXT = frozenset({"/V", "/I"})
+_DROP_PARENT_BUTTON = frozenset({"/V"})
+_NONE_ON: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -72,9 +79,11 @@ class _WidgetPlan:
     da: DefaultAppearance  # the widget's own /DA where it has one, else the field's
     quadding: int
     style: TextStyle | None = None  # text-like fields: the form's own font, when usable
+    helvetica: TextStyle | None = None  # ... and Helvetica in the widget's /DA, made once
     button_ap: bytes = b""  # buttons whose appearances we drew or renamed: their /AP entry ...
     button_on: int = 0  # ... and the object number of the drawn on-state (0: renamed)
     on_name: str = "Yes"  # the on-state name written (the empty name ``/`` becomes Yes)
+    on_state: str = ""  # buttons: the on-state name the widget's appearances use
 
 
 @dataclass
@@ -84,7 +93,12 @@ class _FieldPlan:
     parents: list[tuple[int, int, bytes]]  # field dicts apart from their widgets
     da: DefaultAppearance
     order: int = 0  # the field's place in the form
-    items: list[str] = field(default_factory=list)  # list box: shown text of each option
+    items: list[str] = dataclasses.field(default_factory=list)  # list box: each option shown
+    # Read once from the field, not once per row:
+    multiline: bool = False  # text wraps
+    comb: int | None = None  # a comb field's cells
+    # buttons: the on-states each value turns on (a checkbox's true: all of them)
+    chooses: dict[object, frozenset[str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -94,10 +108,10 @@ class _Row:
     objects: list[tuple[int, int, bytes]]
     next_number: int
     fit: Fit
-    drawn: dict[int, tuple[int, Box]] = field(default_factory=dict)  # widget -> (AP, box)
-    states: dict[int, str] = field(default_factory=dict)  # button widget -> /AS
-    cut: list[str] = field(default_factory=list)  # fields whose text was cut to fit
-    fallback: dict[str, int] = field(default_factory=dict)  # text -> embedded font drawing it
+    drawn: dict[int, tuple[int, Box]] = dataclasses.field(default_factory=dict)  # widget -> AP
+    states: dict[int, str] = dataclasses.field(default_factory=dict)  # button widget -> /AS
+    cut: list[str] = dataclasses.field(default_factory=list)  # fields whose text was cut
+    fallback: dict[str, int] = dataclasses.field(default_factory=dict)  # text -> its font
 
     @property
     def option_fit(self) -> Fit:
@@ -151,6 +165,7 @@ class Template:
         self.fields: list[Field] = [f.schema() for f in form_fields if f.visible]
         self._next = self._base.size
         self._helvetica = self._allocate()
+        self._helvetica_ref = b"%d 0 R" % self._helvetica
         self._constant: list[tuple[int, int, bytes]] = [
             (self._helvetica, 0, fonts.HELVETICA_OBJECT)
         ]
@@ -195,7 +210,7 @@ class Template:
         unicode = self._unicode_font(row, chosen)
         for plan, value in chosen:
             if plan.field.kind in _TEXT_KINDS:
-                self._emit_text(row, plan, value, unicode)  # type: ignore[arg-type]
+                self._emit_text(row, plan, str(value), unicode)  # a str: validated
             else:
                 self._emit_button(row, plan, value)
         if flatten:
@@ -242,34 +257,13 @@ class Template:
     def _emit_text(self, row: _Row, plan: _FieldPlan, value: str, unicode: _Unicode) -> None:
         form_field = plan.field
         shown = form_field.displays.get(value, value) if form_field.kind == "choice" else value
-        set_v = form_field.kind != "signature"
-        v_entry = b"/V " + text_string(value) if set_v else b""
-        if form_field.is_listbox and value in (form_field.options or ()):
-            v_entry += b"/I[%d]" % form_field.options.index(value)  # type: ignore[union-attr]
+        v_entry = _text_v_entry(form_field, value)
         for wp in plan.widgets:
             style = self._style_for(wp, plan, shown, unicode, row.fallback)
             if form_field.is_listbox:
-                selected = (
-                    (form_field.options or ()).index(value)
-                    if value in (form_field.options or ())
-                    else 0
-                )
-                top = int(wp.widget.obj.get("/TI", 0) or 0)
-                content = listbox_stream(wp.box, style, plan.items, selected, top)
+                content = _listbox_content(wp, style, plan, value)
             else:
-                try:
-                    content, cut = text_stream(
-                        wp.box,
-                        style,
-                        shown,
-                        multiline=form_field.multiline,
-                        comb=form_field.max_length if form_field.comb else None,
-                        fit=row.fit if form_field.kind != "choice" else row.option_fit,
-                    )
-                except TextTooLong as exc:
-                    raise TextOverflowError(form_field.name, str(exc)) from None
-                if cut:
-                    row.cut.append(form_field.name)
+                content = _text_content(row, wp, style, plan, shown)
             resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode))
             ap = row.add(form_xobject(wp.box, content, resources))
             row.drawn[wp.number] = (ap, wp.box)
@@ -281,16 +275,12 @@ class Template:
             row.objects.append((number, generation, prefix + v_entry + b">>"))
 
     def _emit_button(self, row: _Row, plan: _FieldPlan, value: object) -> None:
-        form_field = plan.field
-        if form_field.kind == "checkbox":
-            on_states = {w.on_state for w in form_field.widgets} if value else set()
-        else:
-            on_states = set(form_field.states.get(str(value), ()))
-        chosen = next((w.on_name for w in plan.widgets if w.widget.on_state in on_states), None)
-        v_entry = b"/V " + name(chosen if chosen is not None else "Off")
+        on_states = plan.chooses.get(value, _NONE_ON)
+        chosen = next((w.on_name for w in plan.widgets if w.on_state in on_states), "Off")
+        v_entry = b"/V " + name(chosen)
         for wp in plan.widgets:
-            on = wp.widget.on_state in on_states
-            row.states[wp.number] = wp.widget.on_state if on else "Off"  # type: ignore[assignment]
+            on = wp.on_state in on_states
+            row.states[wp.number] = wp.on_state if on else "Off"
             shown = name(wp.on_name if on else "Off")
             extra = v_entry if wp.merged else b""
             row.objects.append(
@@ -315,13 +305,24 @@ class Template:
     ) -> TextStyle:
         """The form's font if it can show ``text``, else Helvetica, else the first embedded
         font with all its characters (``row_fallback``: that font, found for the row)."""
-        quadding, da = wp.quadding, wp.da
         sample = _printable(text if not plan.field.is_listbox else "".join(plan.items))
         if wp.style is not None and wp.style.font.encode(sample) is not None:
             return wp.style
-        helvetica = fonts.core_font("Helvetica")
-        if helvetica.encode(sample) is not None:
-            return TextStyle(b"Helv", helvetica, False, da, quadding)
+        helvetica = wp.helvetica or _helvetica_style(wp)
+        if helvetica.font.encode(sample) is not None:
+            return helvetica
+        return self._unicode_style(wp, sample, unicode, row_fallback) or helvetica
+
+    def _unicode_style(
+        self,
+        wp: _WidgetPlan,
+        sample: str,
+        unicode: _Unicode,
+        row_fallback: dict[str, int] | None,
+    ) -> TextStyle | None:
+        """For text WinAnsi cannot show: the row's embedded subset of the first fallback font
+        with all its characters, else the form's own CID font that has them, if any."""
+        da, quadding = wp.da, wp.quadding
         index = row_fallback.get(sample) if row_fallback is not None else None
         if index is None:
             index = fonts.fallback_for(sample)
@@ -331,16 +332,14 @@ class Template:
                 return TextStyle(
                     b"F%d" % index if index else b"NotoSans", subset, True, da, quadding
                 )
-        return self._cid_style(da, sample, quadding) or TextStyle(
-            b"Helv", helvetica, False, da, quadding
-        )
+        return self._cid_style(da, sample, quadding)
 
     def _font_value(self, style: TextStyle, unicode: _Unicode) -> bytes:
         for subset, number in unicode.values():
             if style.font is subset:
                 return b"%d 0 R" % number
         if style.font_name == b"Helv" and style.font is fonts.core_font("Helvetica"):
-            return b"%d 0 R" % self._helvetica
+            return self._helvetica_ref
         return self._dr_fonts[style.font_name.decode("latin-1")][0]
 
     def _unicode_font(self, row: _Row, chosen: list[tuple[_FieldPlan, object]]) -> _Unicode:
@@ -420,47 +419,52 @@ class Template:
         return number
 
     def _plan(self, form_field: FormField) -> _FieldPlan:
-        da = DefaultAppearance.parse(form_field.da)
-        plan = _FieldPlan(form_field, [], [], da)
-        if form_field.is_listbox:
-            plan.items = [form_field.displays[o] for o in form_field.options or ()]
-        button = form_field.kind in ("checkbox", "radio")
+        plan = _field_plan(form_field)
         for target in form_field.targets:
-            merged_seen = False
-            for widget in target.widgets:
-                if widget.ref is None:
-                    continue
-                merged = widget.ref.idnum == target.ref.idnum
-                merged_seen = merged_seen or merged
-                box = widget_box(widget.obj, widget.rect)
-                own_da, own_q = widget.obj.get("/DA"), widget.obj.get("/Q")
-                wp = _WidgetPlan(
-                    widget,
-                    widget.ref.idnum,
-                    widget.ref.generation,
-                    b"",
-                    box,
-                    merged,
-                    DefaultAppearance.parse(str(own_da)) if own_da is not None else da,
-                    _int(own_q, form_field.quadding),
-                )
-                if button:
-                    wp.button_ap, wp.button_on = self._button_appearance(
-                        form_field, widget, box, wp.da
-                    )
-                    wp.on_name = widget.on_state or widget.alias or "Yes"
-                    drop = _DROP_BUTTON_AP if wp.button_ap else _DROP_BUTTON
-                else:
-                    drop = _DROP_TEXT
-                    wp.style = self._da_style(wp.da, wp.quadding)
-                wp.prefix = dict_without(widget.obj, drop)
-                plan.widgets.append(wp)
-            if not merged_seen:
-                drop = frozenset({"/V", "/I"}) if not button else frozenset({"/V"})
+            widgets = [
+                self._widget_plan(form_field, target, widget, widget.ref, plan.da)
+                for widget in target.widgets
+                if widget.ref is not None
+            ]
+            plan.widgets += widgets
+            if not any(wp.merged for wp in widgets):
+                drop = _DROP_PARENT_TEXT if form_field.kind in _TEXT_KINDS else _DROP_PARENT_BUTTON
                 plan.parents.append(
                     (target.ref.idnum, target.ref.generation, dict_without(target.obj, drop))
                 )
         return plan
+
+    def _widget_plan(
+        self,
+        form_field: FormField,
+        target: Target,
+        widget: Widget,
+        widget_ref: IndirectObject,
+        da: DefaultAppearance,
+    ) -> _WidgetPlan:
+        """What a row rewrites of one widget; a button's missing appearances are drawn now."""
+        box = widget_box(widget.obj, widget.rect)
+        own_da, own_q = widget.obj.get("/DA"), widget.obj.get("/Q")
+        wp = _WidgetPlan(
+            widget,
+            widget_ref.idnum,
+            widget_ref.generation,
+            b"",
+            box,
+            widget_ref.idnum == target.ref.idnum,  # merged: the widget holds /V
+            DefaultAppearance.parse(str(own_da)) if own_da is not None else da,
+            _int(own_q, form_field.quadding),
+        )
+        if form_field.kind in ("checkbox", "radio"):
+            wp.button_ap, wp.button_on = self._button_appearance(form_field, widget, box, wp.da)
+            wp.on_name = widget.on_state or widget.alias or "Yes"
+            wp.on_state = widget.on_state or ""
+            drop = _DROP_BUTTON_AP if wp.button_ap else _DROP_BUTTON
+        else:
+            drop = _DROP_TEXT
+            wp.style = self._da_style(wp.da, wp.quadding)
+        wp.prefix = dict_without(widget.obj, drop)
+        return wp
 
     def _da_style(self, da: DefaultAppearance, quadding: int) -> TextStyle | None:
         entry = self._dr_fonts.get(da.font)
@@ -473,17 +477,9 @@ class Template:
     ) -> tuple[bytes, int]:
         """An ``/AP`` entry (and its on-state object) for a button whose on-state appearance
         is missing or one a viewer cannot draw; ``(b"", 0)`` if it has a usable one."""
-        ap = widget.obj.get("/AP")
-        normal = ap.get_object().get("/N") if ap is not None else None
-        normal = normal.get_object() if normal is not None else None
-        if isinstance(normal, DictionaryObject) and not isinstance(normal, StreamObject):
-            on = normal.get("/" + (widget.on_state or ""))
-            if on is not None and drawable(on.get_object()):
-                # PDFium's flattener and others take the empty name for "no state": the
-                # appearances are kept under the name Yes.
-                if widget.on_state:
-                    return b"", 0
-                return _renamed_empty_state(ap, widget.alias or "Yes"), 0
+        kept = _kept_button_ap(widget)
+        if kept is not None:
+            return kept, 0
         radio = form_field.kind == "radio"
         on = self._allocate()
         off = self._allocate()
@@ -512,34 +508,10 @@ class Template:
         acroform = acroform_of(reader)
         if acroform is None:
             return [], flat
-        listed = {
-            r.idnum
-            for r in acroform.get("/Fields", ArrayObject()) or []
-            if isinstance(r, IndirectObject)
-        }
-        fields = [serialize(r) for r in acroform.get("/Fields", ArrayObject()) or []]
-        for form_field in form_fields:
-            for target in form_field.targets:
-                top = top_field_ref(target)
-                if top is not None and top.idnum not in listed:
-                    listed.add(top.idnum)
-                    fields.append(ref(top))
         body = dict_without(acroform, frozenset({"/XFA", "/NeedAppearances", "/Fields", "/DR"}))
-        body += b"/Fields[" + b" ".join(fields) + b"]"
+        body += b"/Fields[" + b" ".join(_listed_fields(acroform, form_fields)) + b"]"
         body += b"/DR" + self._dr_with_missing_fonts(acroform, form_fields) + b">>"
-        raw = root.raw_get("/AcroForm")
-        if isinstance(raw, IndirectObject):
-            filled = [(raw.idnum, raw.generation, body)]
-            if "/NeedsRendering" in root:
-                filled.append(
-                    (
-                        root_ref.idnum,
-                        root_ref.generation,
-                        catalog + b"/AcroForm " + ref(raw) + b">>",
-                    )
-                )
-            return filled, flat
-        return [(root_ref.idnum, root_ref.generation, catalog + b"/AcroForm" + body + b">>")], flat
+        return _filled_root(root_ref, root, catalog, body), flat
 
     def _dr_with_missing_fonts(
         self, acroform: DictionaryObject, form_fields: list[FormField]
@@ -575,6 +547,27 @@ class Template:
         page_ref = page.indirect_reference
         if page_ref is None:
             return
+        draws, xobjects = self._draws(row, widgets)
+        content = b"Q\n" + b"\n".join(draws)
+        push = row.add(b"<</Length 1>>\nstream\nq\nendstream")
+        drawn = row.add(b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content))
+        body = dict_without(page, _DROP_FLATTEN_PAGE)
+        body += b"/Contents[%d 0 R %s %d 0 R]/Resources%s" % (
+            push,
+            _page_contents(page),
+            drawn,
+            _resources_drawing(page, xobjects),
+        )
+        kept = _kept_annots(page)
+        if kept:
+            body += b"/Annots[" + b" ".join(kept) + b"]"
+        row.objects.append((page_ref.idnum, page_ref.generation, body + b">>"))
+
+    def _draws(
+        self, row: _Row, widgets: list[tuple[_WidgetPlan, _FieldPlan]]
+    ) -> tuple[list[bytes], list[bytes]]:
+        """The operators drawing each widget's appearance on its page, and the page's
+        ``/XObject`` entries they name."""
         draws, xobjects = [], []
         for index, (wp, _plan) in enumerate(widgets):
             placed = self._placement(row, wp)
@@ -584,47 +577,7 @@ class Template:
             label = b"/FxW%d" % index
             xobjects.append(label + b" " + xobject)
             draws.append(b"q %s cm %s Do Q" % (matrix, label))
-        content = b"Q\n" + b"\n".join(draws)
-        push = row.add(b"<</Length 1>>\nstream\nq\nendstream")
-        drawn = row.add(b"<</Length %d>>\nstream\n%s\nendstream" % (len(content), content))
-        contents = page.raw_get("/Contents") if "/Contents" in page else None
-        original = b""
-        if isinstance(contents, IndirectObject):
-            target = contents.get_object()
-            original = (
-                b" ".join(serialize(c) for c in target)
-                if isinstance(target, ArrayObject)
-                else serialize(contents)
-            )
-        elif isinstance(contents, ArrayObject):
-            original = b" ".join(serialize(c) for c in contents)
-        resources = page.get("/Resources")
-        resources = resources.get_object() if resources is not None else DictionaryObject()
-        existing = resources.get("/XObject")
-        existing = existing.get_object() if existing is not None else DictionaryObject()
-        xobject_entry = dict_without(existing, frozenset()) + b"".join(xobjects) + b">>"
-        resources_entry = dict_without(resources, frozenset({"/XObject"}))
-        resources_entry += b"/XObject" + xobject_entry + b">>"
-        annots = page.get("/Annots")
-        annots = annots.get_object() if annots is not None else ArrayObject()
-        kept = [
-            serialize(a)
-            for a in annots
-            if not (
-                isinstance(a.get_object(), DictionaryObject)
-                and a.get_object().get("/Subtype") == "/Widget"
-            )
-        ]
-        body = dict_without(page, _DROP_FLATTEN_PAGE)
-        body += b"/Contents[%d 0 R %s %d 0 R]/Resources%s" % (
-            push,
-            original,
-            drawn,
-            resources_entry,
-        )
-        if kept:
-            body += b"/Annots[" + b" ".join(kept) + b"]"
-        row.objects.append((page_ref.idnum, page_ref.generation, body + b">>"))
+        return draws, xobjects
 
     def _placement(self, row: _Row, wp: _WidgetPlan) -> tuple[bytes, bytes] | None:
         """The appearance to draw for a widget and the matrix placing it on the page."""
@@ -634,43 +587,207 @@ class Template:
         if wp.number in row.drawn:
             number, box = row.drawn[wp.number]
             return b"%d 0 R" % number, _fit_matrix(box.bbox, box.matrix, wp.widget.rect)
-        ap = wp.widget.obj.get("/AP")
-        normal_raw = (
-            ap.get_object().raw_get("/N") if ap is not None and "/N" in ap.get_object() else None
-        )
         if wp.button_on:
             return None if row.states.get(wp.number, "Off") == "Off" else self._generated_button(wp)
-        if normal_raw is None:
+        shown = _shown_appearance(wp.widget.obj, row.states.get(wp.number))
+        if shown is None:
             return None
-        normal = normal_raw.get_object()
-        if not isinstance(normal, StreamObject) and isinstance(normal, DictionaryObject):
-            state = row.states.get(wp.number)
-            if state is None:
-                state = str(wp.widget.obj.get("/AS", "/Off"))[1:]
-            key = "/" + state
-            if key not in normal:
-                return None
-            normal_raw = normal.raw_get(key)
-            normal = normal_raw.get_object()
-        if not isinstance(normal, StreamObject) or not isinstance(normal_raw, IndirectObject):
-            return None
-        bbox = b"[" + b" ".join(serialize(v) for v in normal.get("/BBox", [0, 0, 0, 0])) + b"]"
-        matrix = normal.get("/Matrix")
-        matrix_bytes = (
-            b"/Matrix[" + b" ".join(serialize(v) for v in matrix) + b"]" if matrix else b""
-        )
-        return ref(normal_raw), _fit_matrix(bbox, matrix_bytes, wp.widget.rect)
+        bbox, matrix = _form_geometry(shown[1])
+        return ref(shown[0]), _fit_matrix(bbox, matrix, wp.widget.rect)
 
     def _generated_button(self, wp: _WidgetPlan) -> tuple[bytes, bytes]:
         return b"%d 0 R" % wp.button_on, _fit_matrix(wp.box.bbox, wp.box.matrix, wp.widget.rect)
 
 
-def _renamed_empty_state(ap: object, alias: str) -> bytes:
+def _field_plan(form_field: FormField) -> _FieldPlan:
+    """A field's plan without its widgets: what a row reads of the field, read once."""
+    plan = _FieldPlan(
+        form_field,
+        [],
+        [],
+        DefaultAppearance.parse(form_field.da),
+        multiline=form_field.multiline,
+        comb=form_field.max_length if form_field.comb else None,
+    )
+    if form_field.is_listbox:
+        plan.items = [form_field.displays[o] for o in form_field.options or ()]
+    if form_field.kind == "checkbox":
+        plan.chooses = {True: frozenset(w.on_state or "" for w in form_field.widgets)}
+    elif form_field.kind == "radio":
+        plan.chooses = {option: frozenset(on) for option, on in form_field.states.items()}
+    return plan
+
+
+def _text_v_entry(form_field: FormField, value: str) -> bytes:
+    """The ``/V`` a text-like field's dictionary gets for ``value`` (none for a signature
+    field, whose value is only drawn), and a list box's ``/I``."""
+    v_entry = b"/V " + text_string(value) if form_field.kind != "signature" else b""
+    options = form_field.options or ()
+    if form_field.is_listbox and value in options:
+        v_entry += b"/I[%d]" % options.index(value)
+    return v_entry
+
+
+def _text_content(
+    row: _Row, wp: _WidgetPlan, style: TextStyle, plan: _FieldPlan, shown: str
+) -> bytes:
+    """A text widget's appearance showing ``shown``, its field noted in ``row.cut`` when the
+    overflow policy cut the text to fit."""
+    form_field = plan.field
+    try:
+        content, cut = text_stream(
+            wp.box,
+            style,
+            shown,
+            multiline=plan.multiline,
+            comb=plan.comb,
+            fit=row.fit if form_field.kind != "choice" else row.option_fit,
+        )
+    except TextTooLong as exc:
+        raise TextOverflowError(form_field.name, str(exc)) from None
+    if cut:
+        row.cut.append(form_field.name)
+    return content
+
+
+def _listbox_content(wp: _WidgetPlan, style: TextStyle, plan: _FieldPlan, value: str) -> bytes:
+    """A list box's appearance: its options from its ``/TI``, ``value`` highlighted."""
+    options = plan.field.options or ()
+    selected = options.index(value) if value in options else 0
+    top = int(wp.widget.obj.get("/TI", 0) or 0)
+    return listbox_stream(wp.box, style, plan.items, selected, top)
+
+
+def _helvetica_style(wp: _WidgetPlan) -> TextStyle:
+    """Helvetica at the widget's ``/DA`` size and colour, made on first use and kept."""
+    style = TextStyle(b"Helv", fonts.core_font("Helvetica"), False, wp.da, wp.quadding)
+    wp.helvetica = style
+    return style
+
+
+def _kept_button_ap(widget: Widget) -> bytes | None:
+    """A button's own ``/AP`` when its on-state appearance is one a viewer can draw: ``b""``
+    to keep it as it is, or the entry with the on-state named ``/`` renamed; None when the
+    engine must draw the button's appearances."""
+    ap = _resolved(widget.obj, "/AP")
+    normal = _resolved(ap, "/N") if ap is not None else None
+    if not isinstance(normal, DictionaryObject) or isinstance(normal, StreamObject):
+        return None
+    on = normal.get("/" + (widget.on_state or ""))
+    if on is None or not drawable(on.get_object()):
+        return None
+    # PDFium's flattener and others take the empty name for "no state": the appearances
+    # are kept under the name Yes.
+    return b"" if widget.on_state else _renamed_empty_state(ap, widget.alias or "Yes")
+
+
+def _listed_fields(acroform: DictionaryObject, form_fields: list[FormField]) -> list[bytes]:
+    """``/Fields`` as the output lists them: the form's own, then the top field of each field
+    found on a page but missing from it."""
+    listed = {
+        r.idnum
+        for r in acroform.get("/Fields", ArrayObject()) or []
+        if isinstance(r, IndirectObject)
+    }
+    fields = [serialize(r) for r in acroform.get("/Fields", ArrayObject()) or []]
+    for form_field in form_fields:
+        for target in form_field.targets:
+            top = top_field_ref(target)
+            if top is not None and top.idnum not in listed:
+                listed.add(top.idnum)
+                fields.append(ref(top))
+    return fields
+
+
+def _filled_root(
+    root_ref: IndirectObject, root: DictionaryObject, catalog: bytes, body: bytes
+) -> list[tuple[int, int, bytes]]:
+    """The AcroForm ``body`` (unclosed ``catalog`` aside) as a filled output writes it: in
+    its own object, or inline in the catalog where the template had it there. The catalog
+    is rewritten only when it loses ``/NeedsRendering``."""
+    raw = root.raw_get("/AcroForm")
+    if not isinstance(raw, IndirectObject):
+        return [(root_ref.idnum, root_ref.generation, catalog + b"/AcroForm" + body + b">>")]
+    filled = [(raw.idnum, raw.generation, body)]
+    if "/NeedsRendering" in root:
+        filled.append(
+            (root_ref.idnum, root_ref.generation, catalog + b"/AcroForm " + ref(raw) + b">>")
+        )
+    return filled
+
+
+def _page_contents(page: PageObject) -> bytes:
+    """References to the page's content streams, as an array's items (``b""``: none)."""
+    contents = page.raw_get("/Contents") if "/Contents" in page else None
+    if isinstance(contents, IndirectObject):
+        target = contents.get_object()
+        if isinstance(target, ArrayObject):
+            return b" ".join(serialize(c) for c in target)
+        return serialize(contents)
+    if isinstance(contents, ArrayObject):
+        return b" ".join(serialize(c) for c in contents)
+    return b""
+
+
+def _resources_drawing(page: PageObject, xobjects: list[bytes]) -> bytes:
+    """The page's ``/Resources`` with ``xobjects`` added to its ``/XObject`` entries."""
+    resources = page.get("/Resources")
+    resources = resources.get_object() if resources is not None else DictionaryObject()
+    existing = resources.get("/XObject")
+    existing = existing.get_object() if existing is not None else DictionaryObject()
+    xobject_entry = dict_without(existing, frozenset()) + b"".join(xobjects) + b">>"
+    entry = dict_without(resources, frozenset({"/XObject"}))
+    return entry + b"/XObject" + xobject_entry + b">>"
+
+
+def _kept_annots(page: PageObject) -> list[bytes]:
+    """The page's annotations other than widgets: a flattened page keeps them."""
+    annots = page.get("/Annots")
+    annots = annots.get_object() if annots is not None else ArrayObject()
+    return [serialize(a) for a in annots if not _is_widget(a.get_object())]
+
+
+def _is_widget(annot: object) -> bool:
+    return isinstance(annot, DictionaryObject) and annot.get("/Subtype") == "/Widget"
+
+
+def _shown_appearance(
+    widget: DictionaryObject, state: str | None
+) -> tuple[IndirectObject, StreamObject] | None:
+    """The widget's normal appearance stream for ``state`` (else its ``/AS``), and its
+    reference, if it is one a page can draw by reference."""
+    ap = widget.get("/AP")
+    normal_raw = (
+        ap.get_object().raw_get("/N") if ap is not None and "/N" in ap.get_object() else None
+    )
+    if normal_raw is None:
+        return None
+    normal = normal_raw.get_object()
+    if not isinstance(normal, StreamObject) and isinstance(normal, DictionaryObject):
+        if state is None:
+            state = str(widget.get("/AS", "/Off"))[1:]
+        key = "/" + state
+        if key not in normal:
+            return None
+        normal_raw = normal.raw_get(key)
+        normal = normal_raw.get_object()
+    if not isinstance(normal, StreamObject) or not isinstance(normal_raw, IndirectObject):
+        return None
+    return normal_raw, normal
+
+
+def _form_geometry(form: StreamObject) -> tuple[bytes, bytes]:
+    """A form XObject's ``/BBox`` array and ``/Matrix`` entry (``b""`` if none), as written."""
+    bbox = b"[" + b" ".join(serialize(v) for v in form.get("/BBox", [0, 0, 0, 0])) + b"]"
+    matrix = form.get("/Matrix")
+    return bbox, b"/Matrix[" + b" ".join(serialize(v) for v in matrix) + b"]" if matrix else b""
+
+
+def _renamed_empty_state(ap: DictionaryObject, alias: str) -> bytes:
     """An ``/AP`` entry with its appearances under the state name ``alias`` instead of ``/``."""
-    ap = ap.get_object() if isinstance(ap, IndirectObject) else ap
     parts = []
-    for key in ap:  # type: ignore[union-attr]
-        raw = ap.raw_get(key)  # type: ignore[union-attr]
+    for key in ap:
+        raw = ap.raw_get(key)
         states = raw.get_object()
         if isinstance(states, DictionaryObject) and not isinstance(states, StreamObject):
             inner = b"".join(
@@ -694,8 +811,11 @@ def _option_fit(min_size: float) -> Fit:
 
 
 def _int(value: object, default: int) -> int:
+    """``int(value)``, or ``default`` for a value that is no number."""
+    if not isinstance(value, str | bytes | SupportsInt | SupportsIndex):
+        return default
     try:
-        return int(value)  # type: ignore[call-overload]
+        return int(value)
     except (TypeError, ValueError):
         return default
 
@@ -758,59 +878,88 @@ _CONTROL_TO_SPACE = {9: 32, 10: 32, 13: 32}
 
 def _fit_matrix(bbox: bytes, matrix: bytes, rect: tuple[float, float, float, float]) -> bytes:
     """The ``cm`` that maps a form's (transformed) bounding box onto the widget's rect."""
+    tx0, ty0, tx1, ty1 = _transformed_box(bbox, matrix)
+    x0, y0, x1, y1 = rect
+    sx = (x1 - x0) / (tx1 - tx0) if tx1 > tx0 else 1.0
+    sy = (y1 - y0) / (ty1 - ty0) if ty1 > ty0 else 1.0
+    return b"%s 0 0 %s %s %s" % tuple(
+        _short_number(v) for v in (sx, sy, x0 - tx0 * sx, y0 - ty0 * sy)
+    )
+
+
+def _transformed_box(bbox: bytes, matrix: bytes) -> tuple[float, float, float, float]:
+    """The bounds of a form's ``/BBox`` (``[x0 y0 x1 y1]``) once its ``/Matrix`` entry (or
+    none) has transformed it."""
     numbers = [float(v) for v in bbox.strip(b"[]").split()] or [0, 0, 0, 0]
     bx0, by0, bx1, by1 = numbers[:4]
     a, b, c, d, e, f = 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
     if matrix:
         a, b, c, d, e, f = (float(v) for v in matrix.split(b"[")[1].strip(b"]").split()[:6])
     corners = [(x * a + y * c + e, x * b + y * d + f) for x in (bx0, bx1) for y in (by0, by1)]
-    tx0, ty0 = min(p[0] for p in corners), min(p[1] for p in corners)
-    tx1, ty1 = max(p[0] for p in corners), max(p[1] for p in corners)
-    x0, y0, x1, y1 = rect
-    sx = (x1 - x0) / (tx1 - tx0) if tx1 > tx0 else 1.0
-    sy = (y1 - y0) / (ty1 - ty0) if ty1 > ty0 else 1.0
-    return b"%s 0 0 %s %s %s" % tuple(
-        f"{v:.4f}".rstrip("0").rstrip(".").encode() or b"0"
-        for v in (sx, sy, x0 - tx0 * sx, y0 - ty0 * sy)
-    )
+    xs, ys = [p[0] for p in corners], [p[1] for p in corners]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _short_number(value: float) -> bytes:
+    """``value`` to 4 decimals without trailing zeros: ``1.5``, ``0``, ``-12.0625``."""
+    return f"{value:.4f}".rstrip("0").rstrip(".").encode() or b"0"
 
 
 def _simple_font(font: object) -> fonts.SimpleFont | None:
     """Metrics for a ``/DR`` font the engine may draw with, or None when it is unsafe."""
-    if not isinstance(font, DictionaryObject):
-        return None
-    if font.get("/Subtype") not in ("/Type1", "/TrueType"):
+    if not _whole_winansi_font(font):
         return None
     base = str(font.get("/BaseFont", ""))[1:]
-    if "+" in base:
-        return None  # an embedded subset may lack the glyphs a value needs
-    encoding = font.get("/Encoding")
-    encoding = encoding.get_object() if encoding is not None else None
-    if isinstance(encoding, DictionaryObject):
-        if "/Differences" in encoding:
-            return None
-        encoding = encoding.get("/BaseEncoding")
-    if encoding != "/WinAnsiEncoding":
-        return None
-    descriptor = font.get("/FontDescriptor")
-    descriptor = descriptor.get_object() if descriptor is not None else None
+    descriptor = _resolved(font, "/FontDescriptor")
     if isinstance(descriptor, DictionaryObject) and int(descriptor.get("/Flags", 32)) & 4:
         return None  # symbolic
     core = fonts.core_font_name(base)
-    widths = font.get("/Widths")
-    widths = widths.get_object() if widths is not None else None
+    widths = _resolved(font, "/Widths")
     if isinstance(widths, ArrayObject) and len(widths):
-        ascent, descent = 0.718, -0.207
-        if core:
-            metrics = fonts.core_font(core)
-            ascent, descent = metrics.ascent, metrics.descent
-        elif isinstance(descriptor, DictionaryObject):
-            ascent = float(descriptor.get("/Ascent", 718)) / 1000 or 0.718
-            descent = float(descriptor.get("/Descent", -207)) / 1000 or -0.207
+        ascent, descent = _font_line(core, descriptor)
         return fonts.simple_font_with_widths(
             base, int(font.get("/FirstChar", 0)), [float(w) for w in widths], ascent, descent
         )
     return fonts.core_font(core) if core else None
+
+
+def _whole_winansi_font(font: object) -> TypeGuard[DictionaryObject]:
+    """Whether ``font`` is a Type1 or TrueType font in plain WinAnsiEncoding, and not an
+    embedded subset (which may lack the glyphs a value needs)."""
+    if not isinstance(font, DictionaryObject):
+        return False
+    if font.get("/Subtype") not in ("/Type1", "/TrueType"):
+        return False
+    return "+" not in str(font.get("/BaseFont", ""))[1:] and _winansi(font)
+
+
+def _resolved(obj: DictionaryObject, key: str) -> Any:
+    """``obj[key]`` resolved (any PDF value, as pypdf gives it), or None when absent."""
+    value = obj.get(key)
+    return value.get_object() if value is not None else None
+
+
+def _winansi(font: DictionaryObject) -> bool:
+    """Whether a simple font's codes are plain WinAnsiEncoding (no ``/Differences``)."""
+    encoding = _resolved(font, "/Encoding")
+    if isinstance(encoding, DictionaryObject):
+        if "/Differences" in encoding:
+            return False
+        encoding = encoding.get("/BaseEncoding")
+    return bool(encoding == "/WinAnsiEncoding")
+
+
+def _font_line(core: str | None, descriptor: object) -> tuple[float, float]:
+    """A simple font's ascent and descent per 1 pt: the standard font's it stands for, else
+    its descriptor's, else Helvetica's."""
+    if core:
+        metrics = fonts.core_font(core)
+        return metrics.ascent, metrics.descent
+    if isinstance(descriptor, DictionaryObject):
+        ascent = float(descriptor.get("/Ascent", 718)) / 1000 or 0.718
+        descent = float(descriptor.get("/Descent", -207)) / 1000 or -0.207
+        return ascent, descent
+    return 0.718, -0.207
 
 
 def _validate(form_field: FormField, value: object) -> None:
@@ -878,7 +1027,7 @@ def _option_hint(form_field: FormField, value: str) -> str:
     for option in options:
         if form_field.displays.get(option) == value and option != value:
             return f"; {value!r} is the text shown for {option!r}: give the option, {option!r}."
-    near = [o for o in options if o.casefold() == value.casefold()] or _close_names(value, options)
+    near = [o for o in options if o.casefold() == value.casefold()] or close_names(value, options)
     return f"; did you mean {near[0]!r}?" if near else "."
 
 
@@ -890,59 +1039,6 @@ def _not_a_string(form_field: FormField, value: object) -> str:
     within = f" of at most {limit} characters" if limit is not None else ""
     what = "the date as text" if kind == "date" else "the value as text"
     return f"a {kind} field takes a string, not {_given(value)}; give {what}{within}."
-
-
-def create_temp(folder: str | os.PathLike[str] | None, prefix: str, suffix: str) -> tuple[int, str]:
-    """``tempfile.mkstemp``, but the file gets the mode ``open(path, "wb")`` would give it
-    (0o666 less the umask, applied by the kernel), not 0600: a file renamed from it into
-    place is then as readable as one written there directly."""
-    folder = Path(folder) if folder is not None else Path(tempfile.gettempdir())
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        temp = folder / f"{prefix}{os.urandom(6).hex()}{suffix}"
-        try:
-            return os.open(temp, flags, 0o666), str(temp)
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"No free temporary file name in {folder}")
-
-
-def new_file_mode() -> int:
-    """The mode ``open(path, "wb")`` gives a new file: 0o666 less the umask. A file built
-    private (``mkstemp`` makes it 0600) takes this mode when it is published, so that once
-    it is whole it is as readable as every other output beside it."""
-    return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it where the system tells it (setting it,
-    even for a moment, races with other threads creating files)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o077)  # private meanwhile: a file another thread creates now is 0600
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
-    file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def inspect(pdf: PdfInput) -> list[Field]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import importlib
 import json
 import os
 import stat
@@ -33,7 +34,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from pdfminer.cmapdb import CMapBase
 
 #: Unicode blocks that Noto Sans covers and the engine embeds.
 COVERED_BLOCKS: tuple[tuple[int, int, str], ...] = (
@@ -87,7 +91,7 @@ class SimpleFont:
 
 
 @cache
-def _core_metrics() -> dict[str, dict]:
+def _core_metrics() -> dict[str, dict[str, Any]]:
     path = Path(__file__).with_name("data") / "core_font_widths.json"
     try:
         text = path.read_text(encoding="utf-8")  # no importlib.resources (and zipfile) import
@@ -96,7 +100,8 @@ def _core_metrics() -> dict[str, dict]:
 
         data = resources.files("fillpdf_provider.engine").joinpath("data/core_font_widths.json")
         text = data.read_text(encoding="utf-8")
-    return json.loads(text)["fonts"]
+    metrics: dict[str, dict[str, Any]] = json.loads(text)["fonts"]
+    return metrics
 
 
 _CORE_ALIASES = {
@@ -207,7 +212,7 @@ def _in_collection(cmap_name: str, char: str) -> bool:
 
 
 @cache
-def _predefined_cmap(name: str):
+def _predefined_cmap(name: str) -> CMapBase:
     from pdfminer.cmapdb import CMapDB
 
     return CMapDB.get_cmap(name)
@@ -232,8 +237,10 @@ def cid_font(font: object) -> CidFont | None:
     return CidFont(str(get("/BaseFont", ""))[1:], encoding, widths, default)
 
 
-def _cid_widths(array: object) -> dict[int, float]:
-    """A ``/W`` array (``c [w1 w2 ...]`` and ``c_first c_last w`` runs) as CID -> width."""
+def _cid_widths(array: Any) -> dict[int, float]:
+    """A ``/W`` array (``c [w1 w2 ...]`` and ``c_first c_last w`` runs) as CID -> width.
+
+    ``array`` is the font's entry as pypdf read it (fonts are read without importing it)."""
     items = list(array.get_object()) if array is not None else []
     widths: dict[int, float] = {}
     i = 0
@@ -284,12 +291,7 @@ class _Glyphs:
         head, hhea, maxp = table("head"), table("hhea"), table("maxp")
         self.units_per_em: int = struct.unpack_from(">H", head, 18)[0]
         self.count: int = struct.unpack_from(">H", maxp, 4)[0]
-        loca_at = where["loca"][0]
-        if struct.unpack_from(">h", head, 50)[0]:
-            self._loca = struct.unpack_from(f">{self.count + 1}L", data, loca_at)
-        else:
-            short = struct.unpack_from(f">{self.count + 1}H", data, loca_at)
-            self._loca = tuple(2 * v for v in short)
+        self._loca = _loca_offsets(data, head, self.count, where["loca"][0])
         self._data = data
         self._outlines: dict[int, bytes] = {}  # glyph id -> unhinted outline, as cut so far
         self._advances: dict[int, int] = {}  # glyph id -> advance width, as read so far
@@ -304,23 +306,12 @@ class _Glyphs:
         self.ascent, self.descent = ascender / upm, descender / upm
         os2 = table("OS/2") if "OS/2" in where else b""
         self.cap_height = (struct.unpack_from(">h", os2, 88)[0] if len(os2) >= 90 else 714) / upm
-        # What each subset carries besides its glyphs: long offsets, no glyph names (post
-        # format 3), a short name table, the timestamps as they are (same bytes every time).
-        tables = {"head": head[:50] + b"\0\1" + head[52:], "hhea": hhea, "maxp": maxp}
-        if os2:
-            tables["OS/2"] = os2
+        self.tables = _subset_tables(table, where, os2)
         self.postscript_name = "NotoSans"
-        if "name" in where:
-            tables["name"] = _short_name_table(table("name"))
-            if name != "Noto Sans":
-                self.postscript_name = _postscript_name(tables["name"]) or _plain(name)
-        if "post" in where:
-            tables["post"] = b"\0\3\0\0" + table("post")[4:32]
-        self.tables = tables
-        selection = struct.unpack_from(">H", os2, 62)[0] if len(os2) >= 64 else 0
-        weight = struct.unpack_from(">H", os2, 4)[0] if len(os2) >= 6 else 400
+        if "name" in self.tables and name != "Noto Sans":
+            self.postscript_name = _postscript_name(self.tables["name"]) or _plain(name)
         #: An upright regular face: tried before bold and italic ones of a folder.
-        self.regular = not selection & 0b100001 and weight <= 500
+        self.regular = _upright_regular(os2)
 
     def raw_glyph(self, gid: int) -> bytes:
         return self._data[self._glyf + self._loca[gid] : self._glyf + self._loca[gid + 1]]
@@ -345,7 +336,8 @@ class _Glyphs:
             at = self._hmtx + 4 * gid + 2
         else:
             at = self._hmtx + 4 * self._long_metrics + 2 * (gid - self._long_metrics)
-        return struct.unpack_from(">h", self._data, at)[0]
+        bearing: int = struct.unpack_from(">h", self._data, at)[0]
+        return bearing
 
     def vertical(self, gid: int) -> tuple[int, int]:
         """(yMin, yMax) of glyph ``gid``'s outline, (0, 0) for an empty glyph."""
@@ -371,10 +363,44 @@ class _Glyphs:
         )
 
 
-def _noto_path() -> Path:
-    import fontpkg_noto_sans
+def _loca_offsets(data: bytes, head: bytes, count: int, at: int) -> tuple[int, ...]:
+    """Where each of ``count`` glyphs starts in ``glyf`` (and where the last ends), from the
+    ``loca`` table at ``at``, in its long or short form as ``head`` says."""
+    if struct.unpack_from(">h", head, 50)[0]:
+        offsets: tuple[int, ...] = struct.unpack_from(f">{count + 1}L", data, at)
+        return offsets
+    short = struct.unpack_from(f">{count + 1}H", data, at)
+    return tuple(2 * v for v in short)
 
-    files = Path(fontpkg_noto_sans.__file__).parent / "files"
+
+def _subset_tables(
+    table: Callable[[str], bytes], where: dict[str, tuple[int, int]], os2: bytes
+) -> dict[str, bytes]:
+    """What each subset carries besides its glyphs: long offsets, no glyph names (post
+    format 3), a short name table, the timestamps as they are (same bytes every time)."""
+    head = table("head")
+    tables = {"head": head[:50] + b"\0\1" + head[52:], "hhea": table("hhea"), "maxp": table("maxp")}
+    if os2:
+        tables["OS/2"] = os2
+    if "name" in where:
+        tables["name"] = _short_name_table(table("name"))
+    if "post" in where:
+        tables["post"] = b"\0\3\0\0" + table("post")[4:32]
+    return tables
+
+
+def _upright_regular(os2: bytes) -> bool:
+    """Whether the ``OS/2`` table tells an upright face of regular weight (neither italic
+    nor bold, by its selection bits, and at most medium weight)."""
+    selection = struct.unpack_from(">H", os2, 62)[0] if len(os2) >= 64 else 0
+    weight = struct.unpack_from(">H", os2, 4)[0] if len(os2) >= 6 else 400
+    return bool(not selection & 0b100001 and weight <= 500)
+
+
+def noto_path() -> Path:
+    """The Noto Sans file the engine embeds from: the upright one the wheel ships."""
+    package = importlib.import_module("fontpkg_noto_sans")  # (it ships no type information)
+    files = Path(str(package.__file__)).parent / "files"
     upright = sorted(p for p in files.glob("NotoSans*.ttf") if "Italic" not in p.name)
     if not upright:
         raise FileNotFoundError(f"Noto Sans not found in {files}; reinstall fontpkg-noto-sans")
@@ -384,7 +410,7 @@ def _noto_path() -> Path:
 @cache
 def _noto() -> _Glyphs:
     """Noto Sans, opened once per process (a few milliseconds: nothing is decoded yet)."""
-    return _Glyphs(_noto_path().read_bytes())
+    return _Glyphs(noto_path().read_bytes())
 
 
 def _sfnt_tables(data: bytes, name: str = "Noto Sans") -> dict[str, tuple[int, int]]:
@@ -558,10 +584,12 @@ class _CoveredCmap:
             offsets.setdefault((platform, encoding), at + offset)
         for key in ((3, 10), (0, 6), (0, 4), (3, 1), (0, 3), (0, 2), (0, 1), (0, 0)):
             offset = offsets.get(key)
-            fmt = struct.unpack_from(">H", data, offset)[0] if offset is not None else None
+            if offset is None:
+                continue
+            fmt = struct.unpack_from(">H", data, offset)[0]
             if fmt == 12:
                 groups = struct.unpack_from(">L", data, offset + 12)[0]
-                flat = struct.unpack_from(f">{3 * groups}L", data, offset + 16)
+                flat: tuple[int, ...] = struct.unpack_from(f">{3 * groups}L", data, offset + 16)
                 self._starts, self._ends = flat[0::3], flat[1::3]
                 self._lookup = self._format12(flat[2::3])
                 return
@@ -586,7 +614,9 @@ class _CoveredCmap:
         ends = struct.unpack_from(f">{segments}H", data, offset + 14)
         starts_at = offset + 16 + 2 * segments
         starts = struct.unpack_from(f">{segments}H", data, starts_at)
-        deltas = struct.unpack_from(f">{segments}h", data, starts_at + 2 * segments)
+        deltas: tuple[int, ...] = struct.unpack_from(
+            f">{segments}h", data, starts_at + 2 * segments
+        )
         ranges_at = starts_at + 4 * segments
         ranges = struct.unpack_from(f">{segments}H", data, ranges_at)
 
@@ -597,7 +627,7 @@ class _CoveredCmap:
             if ranges[index] == 0:
                 return (code + deltas[index]) & 0xFFFF
             at = ranges_at + 2 * index + ranges[index] + 2 * (code - starts[index])
-            glyph = struct.unpack_from(">H", data, at)[0]
+            glyph: int = struct.unpack_from(">H", data, at)[0]
             return (glyph + deltas[index]) & 0xFFFF if glyph else 0
 
         return lookup
@@ -908,7 +938,8 @@ def _subset_program(
 
 def _checksum(data: bytes) -> int:
     padded = data + b"\0" * (-len(data) % 4)
-    return sum(struct.unpack(f">{len(padded) // 4}L", padded)) & 0xFFFFFFFF
+    words: tuple[int, ...] = struct.unpack(f">{len(padded) // 4}L", padded)
+    return sum(words) & 0xFFFFFFFF
 
 
 def _assemble_sfnt(tables: dict[str, bytes]) -> bytes:

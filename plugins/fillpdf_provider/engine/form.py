@@ -9,13 +9,15 @@ a fully qualified name are one field, as viewers treat them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from pypdf import PdfReader
+from pypdf import PageObject, PdfReader
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
 
 from fillpdf_provider.engine.errors import PdfError
-from fillpdf_provider.engine.schema import Field, OptionWidget
+from fillpdf_provider.engine.schema import Field, FieldType, OptionWidget
 
 FF_READ_ONLY = 1 << 0
 FF_REQUIRED = 1 << 1
@@ -60,7 +62,7 @@ class FormField:
     """A terminal field with everything filling it needs."""
 
     name: str
-    kind: str  # text, date, checkbox, radio, choice, signature
+    kind: FieldType
     flags: int
     da: str
     quadding: int
@@ -97,7 +99,7 @@ class FormField:
         first = next((w for w in self.widgets if w.visible), self.widgets[0])
         return Field(
             name=self.name,
-            type=self.kind,  # type: ignore[arg-type]
+            type=self.kind,
             page=first.page,
             rect=first.rect,
             label=self.label,
@@ -119,9 +121,11 @@ class FormField:
         return tuple(OptionWidget(w.option or w.on_state or "", w.page, w.rect) for w in shown)
 
 
-def inherited(obj: DictionaryObject, key: str, default: object = None) -> object:
-    """``obj[key]`` or the nearest ancestor's, as field attributes inherit."""
-    node, depth = obj, 0
+def inherited(obj: DictionaryObject, key: str, default: object = None) -> Any:
+    """``obj[key]`` or the nearest ancestor's, as field attributes inherit: any PDF value,
+    as pypdf reads it (so ``Any``, as pypdf's own dictionaries give it)."""
+    node: DictionaryObject | None = obj
+    depth = 0
     while node is not None and depth < _MAX_DEPTH:
         if key in node:
             return node[key]
@@ -132,7 +136,9 @@ def inherited(obj: DictionaryObject, key: str, default: object = None) -> object
 
 
 def qualified_name(obj: DictionaryObject) -> str:
-    parts, node, depth = [], obj, 0
+    parts: list[str] = []
+    node: DictionaryObject | None = obj
+    depth = 0
     while node is not None and depth < _MAX_DEPTH:
         if "/T" in node:
             parts.append(str(node["/T"]))
@@ -144,13 +150,16 @@ def qualified_name(obj: DictionaryObject) -> str:
 
 def _rect(widget: DictionaryObject) -> tuple[float, float, float, float]:
     try:
-        x0, y0, x1, y1 = (float(v) for v in widget["/Rect"])
+        values = widget["/Rect"]
+        if not isinstance(values, Iterable):
+            raise TypeError("a /Rect that is no array")
+        x0, y0, x1, y1 = (float(v) for v in values)
     except (KeyError, TypeError, ValueError):
         return (0.0, 0.0, 0.0, 0.0)
     return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
 
 
-def page_box(page: DictionaryObject) -> tuple[float, float, float, float]:
+def page_box(page: PageObject) -> tuple[float, float, float, float]:
     """The visible area of a page: its crop box, else its media box."""
     try:
         box = page.cropbox
@@ -171,14 +180,15 @@ def _on_state(widget: DictionaryObject) -> str | None:
     if isinstance(normal, DictionaryObject) and not isinstance(normal, StreamObject):
         for key in normal:
             if key != "/Off":
-                return key[1:]  # "" is a legal on-state name (OpenOffice writes ``/``)
+                on: str = key[1:]  # "" is a legal on-state name (OpenOffice writes ``/``)
+                return on
     state = widget.get("/AS")
     if state is not None and state != "/Off":
         return str(state)[1:]
     return None
 
 
-def _kind(ft: object, flags: int, obj: DictionaryObject) -> str | None:
+def _kind(ft: object, flags: int, obj: DictionaryObject) -> FieldType | None:
     if ft == "/Tx":
         return "date" if _date_format(obj) is not None else "text"
     if ft == "/Btn":
@@ -233,36 +243,52 @@ def _choice_options(obj: DictionaryObject) -> tuple[tuple[str, ...], dict[str, s
     return tuple(exports), displays
 
 
+@dataclass
+class _Walk:
+    """What reading a form's widgets gathers, page by page: its fields by name, the field
+    dictionaries met (by object number), and each button field's kids by object number and
+    place, worked out once per field: a radio group can have thousands of kids."""
+
+    defaults: tuple[str, int]  # the AcroForm's /DA and /Q, for fields without their own
+    by_name: dict[str, FormField] = field(default_factory=dict)
+    targets: dict[int, Target] = field(default_factory=dict)
+    places: dict[int, dict[int, int]] = field(default_factory=dict)
+
+
 def read_fields(reader: PdfReader) -> list[FormField]:
     """Every terminal field with a widget on a page, in page and annotation order.
 
     Fields whose widgets are all hidden are included (they can still hold data); ``visible``
     tells them apart.
     """
-    by_name: dict[str, FormField] = {}
-    targets: dict[int, Target] = {}
-    places: dict[int, dict[int, int]] = {}
-    acroform = acroform_of(reader)
-    defaults = (
-        str(acroform.get("/DA", "") or "") if acroform is not None else "",
-        int(acroform.get("/Q", 0) or 0) if acroform is not None else 0,
-    )
+    walk = _Walk(_form_defaults(acroform_of(reader)))
     for page_index, page in enumerate(reader.pages):
         visible_box = page_box(page)
-        annots = page.get("/Annots")
-        annots = annots.get_object() if annots is not None else None
-        if not isinstance(annots, ArrayObject):
-            continue
-        for entry in annots:
-            widget = entry.get_object() if entry is not None else None
-            if not isinstance(widget, DictionaryObject) or widget.get("/Subtype") != "/Widget":
-                continue
-            ref = entry if isinstance(entry, IndirectObject) else None
-            _add_widget(widget, ref, page_index, visible_box, by_name, targets, defaults, places)
-    fields = list(by_name.values())
+        for widget, ref in _page_widgets(page):
+            _add_widget(widget, ref, page_index, visible_box, walk)
+    fields = list(walk.by_name.values())
     for form_field in fields:
         _finish(form_field)
     return fields
+
+
+def _form_defaults(acroform: DictionaryObject | None) -> tuple[str, int]:
+    """The AcroForm's ``/DA`` and ``/Q``: what a field without its own inherits."""
+    if acroform is None:
+        return "", 0
+    return str(acroform.get("/DA", "") or ""), int(acroform.get("/Q", 0) or 0)
+
+
+def _page_widgets(page: PageObject) -> Iterator[tuple[DictionaryObject, IndirectObject | None]]:
+    """The page's widget annotations, each with its reference (None when inline)."""
+    annots = page.get("/Annots")
+    annots = annots.get_object() if annots is not None else None
+    if not isinstance(annots, ArrayObject):
+        return
+    for entry in annots:
+        widget = entry.get_object() if entry is not None else None
+        if isinstance(widget, DictionaryObject) and widget.get("/Subtype") == "/Widget":
+            yield widget, entry if isinstance(entry, IndirectObject) else None
 
 
 def _add_widget(
@@ -270,20 +296,13 @@ def _add_widget(
     ref: IndirectObject | None,
     page: int,
     page_box: tuple[float, float, float, float],
-    by_name: dict[str, FormField],
-    targets: dict[int, Target],
-    defaults: tuple[str, int],
-    places: dict[int, dict[int, int]],
+    walk: _Walk,
 ) -> None:
-    """Add ``widget`` to its field. ``places`` holds each button field's kids by object number
-    and place, worked out once per field: a radio group can have thousands of kids."""
-    if "/T" in widget or "/Parent" not in widget:
-        field_obj, field_ref = widget, ref
-    else:
-        field_ref = widget.raw_get("/Parent")
-        field_obj = field_ref.get_object()
-    if field_ref is None or not isinstance(field_obj, DictionaryObject):
+    """Add ``widget`` to its field, the field to ``walk`` if it is new."""
+    found = _field_of(widget, ref)
+    if found is None:
         return
+    field_obj, field_ref = found
     name = qualified_name(field_obj)
     if not name:
         return
@@ -291,42 +310,80 @@ def _add_widget(
     kind = _kind(inherited(field_obj, "/FT"), flags, field_obj)
     if kind is None:
         return
+    entry = _widget(widget, ref, page, page_box)
+    if kind in ("checkbox", "radio"):
+        entry.on_state = _on_state(widget)
+        entry.opt_index = _kid_place(widget, ref, field_obj, field_ref, walk.places)
+    target = walk.targets.get(field_ref.idnum)
+    if target is None:
+        target = walk.targets[field_ref.idnum] = Target(field_ref, field_obj)
+        existing = walk.by_name.get(name)
+        if existing is None:
+            walk.by_name[name] = _new_field(name, kind, flags, field_obj, target, walk.defaults)
+        else:
+            existing.targets.append(target)
+    target.widgets.append(entry)
+
+
+def _field_of(
+    widget: DictionaryObject, ref: IndirectObject | None
+) -> tuple[DictionaryObject, IndirectObject] | None:
+    """The field dictionary a widget belongs to and its reference: the widget itself when
+    it names the field (or has no parent), else its ``/Parent``; None for an inline field."""
+    if "/T" in widget or "/Parent" not in widget:
+        field_obj, field_ref = widget, ref
+    else:
+        field_ref = widget.raw_get("/Parent")
+        field_obj = field_ref.get_object()
+    if field_ref is None or not isinstance(field_obj, DictionaryObject):
+        return None
+    return field_obj, field_ref
+
+
+def _widget(
+    widget: DictionaryObject,
+    ref: IndirectObject | None,
+    page: int,
+    page_box: tuple[float, float, float, float],
+) -> Widget:
+    """A widget on ``page``, visible unless its flags hide it or it is off the page."""
     annot_flags = int(widget.get("/F", 0) or 0)
     rect = _rect(widget)
-    entry = Widget(
+    return Widget(
         ref=ref,
         obj=widget,
         page=page,
         rect=rect,
         visible=not annot_flags & (ANNOT_HIDDEN | ANNOT_NOVIEW) and _overlaps(rect, page_box),
     )
-    if kind in ("checkbox", "radio"):
-        entry.on_state = _on_state(widget)
-        kids = field_obj.get("/Kids")
-        if kids is not None and ref is not None and field_obj is not widget:
-            kid_places = places.get(field_ref.idnum)
-            if kid_places is None:
-                kid_places = places[field_ref.idnum] = {}
-                ids = [k.idnum for k in kids.get_object() if isinstance(k, IndirectObject)]
-                for place, idnum in enumerate(ids):
-                    kid_places.setdefault(idnum, place)
-            entry.opt_index = kid_places.get(ref.idnum)
-        elif field_obj is widget:
-            entry.opt_index = 0
-    target = targets.get(field_ref.idnum)
-    if target is None:
-        target = targets[field_ref.idnum] = Target(field_ref, field_obj)
-        existing = by_name.get(name)
-        if existing is None:
-            by_name[name] = _new_field(name, kind, flags, field_obj, target, defaults)
-        else:
-            existing.targets.append(target)
-    target.widgets.append(entry)
+
+
+def _kid_place(
+    widget: DictionaryObject,
+    ref: IndirectObject | None,
+    field_obj: DictionaryObject,
+    field_ref: IndirectObject,
+    places: dict[int, dict[int, int]],
+) -> int | None:
+    """A button widget's place among its field's ``/Kids`` (0 for a widget that is its own
+    field), which numbers its state in ``/Opt`` forms; None when it has none."""
+    if field_obj is widget:
+        return 0
+    kids = field_obj.get("/Kids")
+    if kids is None or ref is None:
+        return None
+    kid_places = places.get(field_ref.idnum)
+    if kid_places is None:
+        kid_places = places[field_ref.idnum] = {}
+        ids = [k.idnum for k in kids.get_object() if isinstance(k, IndirectObject)]
+        for place, idnum in enumerate(ids):
+            kid_places.setdefault(idnum, place)
+    return kid_places.get(ref.idnum)
 
 
 def _new_field(
     name: str,
-    kind: str,
+    kind: FieldType,
     flags: int,
     obj: DictionaryObject,
     target: Target,
@@ -357,43 +414,68 @@ def _finish(form_field: FormField) -> None:
     """Settle what needs every widget seen: button states, options and the real kind."""
     if form_field.kind not in ("checkbox", "radio"):
         return
-    opt = inherited(form_field.targets[0].obj, "/Opt")
-    opt = opt.get_object() if opt is not None else None
-    opt = opt if isinstance(opt, ArrayObject) and len(opt) else None
-    several = len(form_field.widgets) > 1
-    for target in form_field.targets:
-        for widget in target.widgets:
-            state = widget.on_state
-            if widget.opt_index is None and opt is not None and state and _numeric(state):
-                # A field without /Kids (widgets that only name it as /Parent): an on-state
-                # that is a number names its /Opt entry, as /Opt forms number their states.
-                widget.opt_index = int(state)
-            if widget.on_state is None:
-                # No appearance names the state: kids are told apart by their place (/0, /1
-                # ...), as /Opt forms name them; a lone checkbox is /Yes.
-                index = widget.opt_index
-                by_place = several and index is not None and (form_field.kind == "radio" or opt)
-                widget.on_state = str(index) if by_place else "Yes"
-    states: dict[str, list[str]] = {}
-    listed: set[tuple[str, str]] = set()  # (option, on-state): lists searched would be slow
-    named = {w.on_state for w in form_field.widgets}
-    for widget in form_field.widgets:
-        state = widget.on_state or ""
-        if not state:
-            widget.alias = _alias_for_empty(named)
-        label = state or widget.alias or "Yes"
-        if opt is not None and widget.opt_index is not None and widget.opt_index < len(opt):
-            label = _text(opt[widget.opt_index])
-        widget.option = label
-        on_states = states.setdefault(label, [])
-        if (label, state) not in listed:
-            listed.add((label, state))
-            on_states.append(state)
-    if form_field.kind == "checkbox" and len({w.on_state for w in form_field.widgets}) > 1:
+    opt = _button_opt(form_field)
+    widgets = form_field.widgets
+    several = len(widgets) > 1
+    for widget in widgets:
+        _settle_on_state(widget, opt, several and (form_field.kind == "radio" or bool(opt)))
+    states = _option_states(widgets, opt)
+    if form_field.kind == "checkbox" and len({w.on_state for w in widgets}) > 1:
         form_field.kind = "radio"
     if form_field.kind == "radio":
         form_field.options = tuple(states)
         form_field.states = states
+
+
+def _button_opt(form_field: FormField) -> ArrayObject | None:
+    """A button field's ``/Opt`` (the option each kid sets, by place), if it has one."""
+    opt = inherited(form_field.targets[0].obj, "/Opt")
+    opt = opt.get_object() if opt is not None else None
+    return opt if isinstance(opt, ArrayObject) and len(opt) else None
+
+
+def _settle_on_state(widget: Widget, opt: ArrayObject | None, by_place: bool) -> None:
+    """Number a widget from its on-state, or name its on-state from its place.
+
+    ``by_place``: the widget is one of several of a radio group or an ``/Opt`` field, whose
+    kids are told apart by their place."""
+    state = widget.on_state
+    if widget.opt_index is None and opt is not None and state and _numeric(state):
+        # A field without /Kids (widgets that only name it as /Parent): an on-state that is
+        # a number names its /Opt entry, as /Opt forms number their states.
+        widget.opt_index = int(state)
+    if widget.on_state is None:
+        # No appearance names the state: kids are told apart by their place (/0, /1 ...),
+        # as /Opt forms name them; a lone checkbox is /Yes.
+        index = widget.opt_index
+        widget.on_state = str(index) if by_place and index is not None else "Yes"
+
+
+def _option_states(widgets: list[Widget], opt: ArrayObject | None) -> dict[str, list[str]]:
+    """Each option of a button field and the on-states that choose it, in widget order;
+    sets each widget's ``option`` (and ``alias``, for an on-state named ``/``)."""
+    states: dict[str, list[str]] = {}
+    listed: set[tuple[str, str]] = set()  # (option, on-state): lists searched would be slow
+    named = {w.on_state for w in widgets}
+    for widget in widgets:
+        label = widget.option = _option_of(widget, opt, named)
+        state = widget.on_state or ""
+        on_states = states.setdefault(label, [])
+        if (label, state) not in listed:
+            listed.add((label, state))
+            on_states.append(state)
+    return states
+
+
+def _option_of(widget: Widget, opt: ArrayObject | None, named: set[str | None]) -> str:
+    """The option a button widget sets: its ``/Opt`` entry, else its on-state's name (an
+    on-state named ``/`` is given an alias: see ``_alias_for_empty``)."""
+    state = widget.on_state or ""
+    if not state:
+        widget.alias = _alias_for_empty(named)
+    if opt is not None and widget.opt_index is not None and widget.opt_index < len(opt):
+        return _text(opt[widget.opt_index])
+    return state or widget.alias or "Yes"
 
 
 def _alias_for_empty(named: set[str | None]) -> str:
@@ -415,7 +497,7 @@ def _numeric(state: str) -> bool:
 
 def acroform_of(reader: PdfReader) -> DictionaryObject | None:
     root = reader.trailer["/Root"].get_object()
-    form = root.get("/AcroForm")
+    form = root.get("/AcroForm") if isinstance(root, DictionaryObject) else None
     form = form.get_object() if form is not None else None
     return form if isinstance(form, DictionaryObject) else None
 
@@ -453,8 +535,9 @@ def top_field_ref(target: Target) -> IndirectObject | None:
     ref, node, depth = target.ref, target.obj, 0
     while "/Parent" in node and depth < _MAX_DEPTH:
         parent = node.raw_get("/Parent")
-        if not isinstance(parent, IndirectObject):
-            break
-        ref, node = parent, parent.get_object()
+        above = parent.get_object() if isinstance(parent, IndirectObject) else None
+        if not isinstance(above, DictionaryObject):
+            break  # (reading the field's name already refused a parent that is no field)
+        ref, node = parent, above
         depth += 1
     return ref

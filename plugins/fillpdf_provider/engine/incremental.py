@@ -69,16 +69,7 @@ def append_update(base: Base, objects: Iterable[tuple[int, int, bytes]]) -> byte
     entries: dict[int, tuple[int, int, int]] = {}
     size = base.size
     if base.xref_is_stream:
-        objects = list(objects)
-        packed = [(n, body) for n, g, body in objects if g == 0 and not _is_stream(body)]
-        objects = [o for o in objects if o[1] != 0 or _is_stream(o[2])]
-        size = max([size, *(n + 1 for n, _, _ in objects), *(n + 1 for n, _ in packed)])
-        for start in range(0, len(packed), _PER_OBJECT_STREAM):
-            chunk = packed[start : start + _PER_OBJECT_STREAM]
-            for index, (number, _) in enumerate(chunk):
-                entries[number] = (2, size, index)
-            objects.append((size, 0, _object_stream(chunk)))
-            size += 1
+        objects, size = _packed(list(objects), size, entries)
     for number, generation, body in objects:
         chunk = b"%d %d obj\n%s\nendobj\n" % (number, generation, body)
         entries[number] = (1, position, generation)
@@ -90,12 +81,37 @@ def append_update(base: Base, objects: Iterable[tuple[int, int, bytes]]) -> byte
     id1 = pdf_id(base.id0 + update)
     ids = b"[<%s><%s>]" % (base.id0.hex().encode(), id1.hex().encode())
     info = b"/Info %s" % base.info if base.info else b""
-    if base.xref_is_stream:
-        tail = _xref_stream(entries, size, position, base, info, ids)
-    else:
-        tail = _xref_table(entries, size, position, base, info, ids)
-    parts.append(tail)
+    xref = _xref_stream if base.xref_is_stream else _xref_table
+    parts.append(xref(entries, size, position, base, info, ids))
     return b"".join(parts)
+
+
+def _packed(
+    objects: list[tuple[int, int, bytes]], size: int, entries: dict[int, tuple[int, int, int]]
+) -> tuple[list[tuple[int, int, bytes]], int]:
+    """``objects`` with their dictionaries packed into object streams (numbered from past the
+    highest object number), noted in ``entries``; and the size past the last stream."""
+    packed = [(n, body) for n, g, body in objects if g == 0 and not _is_stream(body)]
+    objects = [o for o in objects if o[1] != 0 or _is_stream(o[2])]
+    size = max([size, *(n + 1 for n, _, _ in objects), *(n + 1 for n, _ in packed)])
+    streams = _object_streams(packed, size, entries)
+    objects.extend(streams)
+    return objects, size + len(streams)
+
+
+def _object_streams(
+    packed: list[tuple[int, bytes]], first: int, entries: dict[int, tuple[int, int, int]]
+) -> list[tuple[int, int, bytes]]:
+    """Object streams holding ``packed`` ((number, body)), numbered from ``first``, as many
+    as the cross-reference stream's index field allows; ``entries`` notes where each is."""
+    streams: list[tuple[int, int, bytes]] = []
+    for start in range(0, len(packed), _PER_OBJECT_STREAM):
+        group = packed[start : start + _PER_OBJECT_STREAM]
+        number = first + len(streams)
+        for index, (packed_number, _) in enumerate(group):
+            entries[packed_number] = (2, number, index)
+        streams.append((number, 0, _object_stream(group)))
+    return streams
 
 
 #: Objects per object stream: the cross-reference stream's index field has two bytes.

@@ -88,20 +88,30 @@ def serialize(obj: PdfObject) -> bytes:
         return b"<<" + b"".join(name(k[1:]) + b" " + serialize(v) for k, v in obj.items()) + b">>"
     if isinstance(obj, ArrayObject):
         return b"[" + b" ".join(serialize(v) for v in obj) + b"]"
-    if isinstance(obj, BooleanObject):
-        return b"true" if obj else b"false"
     if isinstance(obj, NumberObject):
         return b"%d" % int(obj)
+    return _scalar(obj)
+
+
+def _scalar(obj: PdfObject) -> bytes:
+    """A boolean, real number, string or null (or anything else pypdf reads) in PDF syntax."""
+    if isinstance(obj, BooleanObject):
+        return b"true" if obj else b"false"
     if isinstance(obj, FloatObject):
         return obj.myrepr().encode("ascii")
     if isinstance(obj, TextStringObject | ByteStringObject):
-        original = getattr(obj, "original_bytes", None)
-        if isinstance(obj, ByteStringObject):
-            original = bytes(obj)
-        return escape(bytes(original)) if original is not None else text_string(str(obj))
+        return _string(obj)
     if isinstance(obj, NullObject) or obj is None:
         return b"null"
     return str(obj).encode("latin-1")
+
+
+def _string(obj: TextStringObject | ByteStringObject) -> bytes:
+    """A string with the bytes the file had where pypdf kept them."""
+    original = getattr(obj, "original_bytes", None)
+    if isinstance(obj, ByteStringObject):
+        original = bytes(obj)
+    return escape(bytes(original)) if original is not None else text_string(str(obj))
 
 
 def dict_without(obj: DictionaryObject, drop: frozenset[str]) -> bytes:

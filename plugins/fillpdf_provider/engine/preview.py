@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from fillpdf_provider.engine.detect.model import Detected
 from fillpdf_provider.engine.errors import DamagedPdfError, FillPdfError
-from fillpdf_provider.engine.filler import write_atomic
+from fillpdf_provider.engine.files import write_atomic
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, read_bytes
 
@@ -136,7 +136,7 @@ def _draw(
     for item, box in placed:
         text = caption_text(item)
         left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
-        size = (right - left + 4, bottom - top + 2)
+        size = (int(right - left) + 4, int(bottom - top) + 2)  # whole pixels, as drawn
         spot = _caption_spot(box, size, width, gray, boxes, taken)
         taken.append(spot)
         color = COLORS.get(item.type, UNKNOWN_COLOR)
@@ -165,23 +165,30 @@ def _caption_spot(
     Printed labels sit next to their boxes, and a reviewer needs to read them, so among
     the places clear of other fields and captions the one over the least ink wins.
     """
+    spots = _caption_spots(box, size, border, page)
+    others = [b for b in boxes if b != box] + taken
+    clear = [s for s in spots if not any(_intersects(s, other) for other in others)]
+    pool = clear or spots
+    if pool:
+        return min(pool, key=lambda s: (_ink(page, s), pool.index(s)))
+    w, h = size
+    x = min(max(0, box[0]), max(0, page.width - w))
+    y = min(max(0, box[1] - h - 1), max(0, page.height - h))
+    return (x, y, x + w - 1, y + h - 1)
+
+
+def _caption_spots(box: Box, size: tuple[int, int], border: int, page: Image.Image) -> list[Box]:
+    """The places a caption may go, best first, that lie on the page: inside the box when it
+    fits there, above it, below it, right of it, left of it."""
     w, h = size
     x0, y0, x1, y1 = box
     candidates = [(x0, y0 - h - 1), (x0, y1 + 2), (x1 + 3, y0), (x0 - w - 3, y0)]
     if x1 - x0 - 2 * border - 2 >= w and y1 - y0 - 2 * border - 2 >= h:
         candidates.insert(0, (x0 + border + 1, y0 + border + 1))
     spots = [(x, y, x + w - 1, y + h - 1) for x, y in candidates]
-    spots = [
+    return [
         s for s in spots if s[0] >= 0 and s[1] >= 0 and s[2] < page.width and s[3] < page.height
     ]
-    others = [b for b in boxes if b != box] + taken
-    clear = [s for s in spots if not any(_intersects(s, other) for other in others)]
-    if clear or spots:
-        pool = clear or spots
-        return min(pool, key=lambda s: (_ink(page, s), pool.index(s)))
-    x = min(max(0, x0), max(0, page.width - w))
-    y = min(max(0, y0 - h - 1), max(0, page.height - h))
-    return (x, y, x + w - 1, y + h - 1)
 
 
 def _ink(page: Image.Image, spot: Box) -> int:

@@ -103,19 +103,45 @@ def schema_digest(schema: SchemaInput) -> str:
 
 def entries_of(schema: SchemaInput) -> list[dict[str, Any]]:
     """The entries of ``schema`` as dicts, from any of the forms ``parse_schema`` takes."""
+    given = _entry_list(_parsed(schema))
+    if len(given) > MAX_WIDGETS:
+        raise SchemaError(f"The schema has {len(given)} entries; at most {MAX_WIDGETS}.")
+    entries = []
+    for index, entry in enumerate(given):
+        if isinstance(entry, Field):
+            entries.append(entry.to_dict())
+        elif isinstance(entry, Mapping):
+            entries.append(dict(entry))
+        else:
+            raise SchemaError(
+                f"each entry must be an object with name, type, page and rect, not "
+                f"{_json_kind(entry)}.",
+                index=index,
+            )
+    return entries
+
+
+def _parsed(schema: SchemaInput) -> object:
+    """``schema`` read from JSON when it is text (UTF-8 bytes or a string), else as given."""
     if isinstance(schema, bytes | bytearray | memoryview):
         try:
             schema = bytes(schema).decode("utf-8")
         except UnicodeDecodeError:
             raise SchemaError("The schema is not UTF-8 text; save it as UTF-8 JSON.") from None
-    if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except (ValueError, RecursionError) as exc:
-            raise SchemaError(
-                f"The schema is not valid JSON ({exc}); give the list of entries "
-                "`fillpdf convert --json` prints under 'schema', or that whole result."
-            ) from None
+    if not isinstance(schema, str):
+        return schema
+    try:
+        return json.loads(schema)
+    except (ValueError, RecursionError) as exc:
+        raise SchemaError(
+            f"The schema is not valid JSON ({exc}); give the list of entries "
+            "`fillpdf convert --json` prints under 'schema', or that whole result."
+        ) from None
+
+
+def _entry_list(schema: object) -> Sequence[object]:
+    """The list of entries: ``schema`` itself, or the ``schema`` list of a conversion result
+    (or the ``fields`` of ``fillpdf inspect --json``)."""
     if isinstance(schema, Mapping):
         entries = schema.get("schema")
         if entries is None and isinstance(schema.get("fields"), list):
@@ -131,21 +157,7 @@ def entries_of(schema: SchemaInput) -> list[dict[str, Any]]:
             "The schema must be a list of entries ({'name', 'type', 'page', 'rect'}), not "
             f"{_json_kind(schema)}."
         )
-    if len(schema) > MAX_WIDGETS:
-        raise SchemaError(f"The schema has {len(schema)} entries; at most {MAX_WIDGETS}.")
-    entries = []
-    for index, entry in enumerate(schema):
-        if isinstance(entry, Field):
-            entries.append(entry.to_dict())
-        elif isinstance(entry, Mapping):
-            entries.append(dict(entry))
-        else:
-            raise SchemaError(
-                f"each entry must be an object with name, type, page and rect, not "
-                f"{_json_kind(entry)}.",
-                index=index,
-            )
-    return entries
+    return schema
 
 
 def check_placement(fields: Sequence[SchemaField], reader: PdfReader) -> None:
@@ -164,15 +176,19 @@ def check_placement(fields: Sequence[SchemaField], reader: PdfReader) -> None:
             )
         if field.page not in boxes:
             boxes[field.page] = page_box(reader.pages[field.page])
-        box = boxes[field.page]
-        x0, y0, x1, y1 = field.rect
-        if not (x0 < box[2] and x1 > box[0] and y0 < box[3] and y1 > box[1]):
-            fail(
-                f"rect {_show(field.rect)} is outside page {field.page}, whose box is "
-                f"{_show(box)}; move it onto the page."
-            )
+        _check_on_page(field, boxes[field.page], fail)
         if field.name in taken:
             fail(f"the PDF already has a field named {field.name!r}; rename this one.")
+
+
+def _check_on_page(field: SchemaField, box: Rect, fail: Fail) -> None:
+    """Refuse a widget wholly outside its page's visible ``box``."""
+    x0, y0, x1, y1 = field.rect
+    if not (x0 < box[2] and x1 > box[0] and y0 < box[3] and y1 > box[1]):
+        fail(
+            f"rect {_show(field.rect)} is outside page {field.page}, whose box is "
+            f"{_show(box)}; move it onto the page."
+        )
 
 
 # -- one entry ----------------------------------------------------------------------------
@@ -181,42 +197,60 @@ def check_placement(fields: Sequence[SchemaField], reader: PdfReader) -> None:
 def _entry(index: int, data: dict[str, Any]) -> list[SchemaField]:
     name = data.get("name")
     fail = _failer(index, name if isinstance(name, str) else None)
-    if name is None:
-        fail("needs a 'name', the key its value is filled by.")
-    name = _string(name, "name", fail, limit=MAX_NAME)
-    if "." in name:
-        fail("a name may not contain '.', which PDF uses to nest field names; use '_'.")
-    kind = data.get("type")
-    if kind is None:
-        fail(f"needs a 'type', one of {_TYPES}.")
-    if kind not in FIELD_TYPES:
-        fail(f"type {_dump(kind)} is not one of {_TYPES}.")
+    name = _entry_name(name, fail)
+    kind = _entry_type(data.get("type"), fail)
     page = _page(data.get("page"), fail)
     flags = {key: _flag(data.get(key), key, fail) for key in _FLAGS}
     label = data.get("label")
     if label is not None:
         label = _string(label, "label", fail, limit=MAX_TEXT, blank=True)
-    max_length = data.get("max_length")
-    if max_length is not None and not (
-        isinstance(max_length, int) and not isinstance(max_length, bool) and max_length > 0
-    ):
-        fail(f"max_length must be a positive whole number or null, not {_dump(max_length)}.")
-    if flags["comb"] and (kind != "text" or not max_length):
-        fail("comb (one box per character) needs type 'text' and a max_length; set comb false.")
-    if flags["multiline"] and kind != "text":
-        fail(f"multiline is for text fields, not {kind}; set multiline false.")
-    if max_length and kind not in ("text", "date"):
-        fail(f"max_length is for text and date fields, not {kind}; set it to null.")
+    max_length = _max_length(data.get("max_length"), fail)
+    _check_flags(flags, kind, max_length, fail)
     options = _options(data.get("options"), kind, fail)
-    common = dict(
+    common: dict[str, Any] = dict(
         name=name, type=kind, label=label, confidence=1.0, multiline=flags["multiline"],
         max_length=max_length, comb=flags["comb"], options=options,
         required=flags["required"], read_only=flags["read_only"], entry=index,
     )  # fmt: skip
     if kind != "radio":
         rect = _rect(data.get("rect"), fail)
-        return [SchemaField(page=page, rect=rect, **common)]  # type: ignore[arg-type]
+        return [SchemaField(page=page, rect=rect, **common)]
     return _radio(data.get("widgets"), data.get("rect"), page, options, common, fail)
+
+
+def _entry_name(name: Any, fail: Fail) -> str:
+    if name is None:
+        fail("needs a 'name', the key its value is filled by.")
+    text = _string(name, "name", fail, limit=MAX_NAME)
+    if "." in text:
+        fail("a name may not contain '.', which PDF uses to nest field names; use '_'.")
+    return text
+
+
+def _entry_type(kind: Any, fail: Fail) -> str:
+    if kind is None:
+        fail(f"needs a 'type', one of {_TYPES}.")
+    if kind not in FIELD_TYPES:
+        fail(f"type {_dump(kind)} is not one of {_TYPES}.")
+    return str(kind)
+
+
+def _max_length(value: Any, fail: Fail) -> int | None:
+    if value is not None and not (
+        isinstance(value, int) and not isinstance(value, bool) and value > 0
+    ):
+        fail(f"max_length must be a positive whole number or null, not {_dump(value)}.")
+    return value
+
+
+def _check_flags(flags: dict[str, bool], kind: str, max_length: int | None, fail: Fail) -> None:
+    """Refuse what only some types take: comb and multiline text, a text or date length."""
+    if flags["comb"] and (kind != "text" or not max_length):
+        fail("comb (one box per character) needs type 'text' and a max_length; set comb false.")
+    if flags["multiline"] and kind != "text":
+        fail(f"multiline is for text fields, not {kind}; set multiline false.")
+    if max_length and kind not in ("text", "date"):
+        fail(f"max_length is for text and date fields, not {kind}; set it to null.")
 
 
 def _radio(
@@ -230,37 +264,12 @@ def _radio(
     """A radio group's buttons: one per widget, or one at ``rect`` for a single option."""
     common = {**common, "options": None}
     if widgets is None:
-        if not options:
-            fail(
-                'a radio group needs its options: \'widgets\': [{"export": option, "rect": '
-                "[x0, y0, x1, y1]}, ...], one per button."
-            )
-        if len(options) > 1:
-            fail(
-                f"lists {len(options)} options but has one rect; give each option its own "
-                'place in \'widgets\': [{"export": option, "rect": [x0, y0, x1, y1]}, ...].'
-            )
-        return [SchemaField(page=page, rect=_rect(rect, fail), export=options[0], **common)]
+        return [_lone_button(rect, page, options, common, fail)]
     if not isinstance(widgets, list) or not widgets:
         fail('widgets must be a non-empty list of {"export", "rect", "page"} objects.')
     if len(widgets) > MAX_WIDGETS:
         fail(f"has {len(widgets):,} widgets; a schema makes at most {MAX_WIDGETS:,}.")
-    buttons = []
-    for number, widget in enumerate(widgets):
-        part = f"widgets[{number}]"
-        at = _failer(common["entry"], common["name"], part)
-        if not isinstance(widget, Mapping):
-            at("must be an object with export and rect (page defaults to the entry's).")
-        export = _string(widget.get("export"), "export", at, limit=MAX_OPTION)
-        if export == "Off":
-            at("export 'Off' is what PDF calls no choice; name the option otherwise.")
-        button_page = _page(widget["page"], at) if widget.get("page") is not None else page
-        buttons.append(
-            SchemaField(
-                page=button_page, rect=_rect(widget.get("rect"), at), export=export, part=part,
-                **common,
-            )
-        )  # fmt: skip
+    buttons = [_button(number, widget, page, common) for number, widget in enumerate(widgets)]
     given = [b.export for b in buttons]
     if len(set(given)) != len(given):
         fail(f"its widgets repeat an option ({_dump(given)}); give each its own export.")
@@ -270,6 +279,38 @@ def _radio(
             "edit both, or leave options out."
         )
     return buttons
+
+
+def _lone_button(
+    rect: Any, page: int, options: tuple[str, ...] | None, common: dict[str, Any], fail: Fail
+) -> SchemaField:
+    """The one button of a radio group given a ``rect`` and a single option."""
+    if not options:
+        fail(
+            'a radio group needs its options: \'widgets\': [{"export": option, "rect": '
+            "[x0, y0, x1, y1]}, ...], one per button."
+        )
+    if len(options) > 1:
+        fail(
+            f"lists {len(options)} options but has one rect; give each option its own "
+            'place in \'widgets\': [{"export": option, "rect": [x0, y0, x1, y1]}, ...].'
+        )
+    return SchemaField(page=page, rect=_rect(rect, fail), export=options[0], **common)
+
+
+def _button(number: int, widget: Any, page: int, common: dict[str, Any]) -> SchemaField:
+    """Button ``number`` of a radio group's ``widgets``; ``page`` is the entry's."""
+    part = f"widgets[{number}]"
+    at = _failer(common["entry"], common["name"], part)
+    if not isinstance(widget, Mapping):
+        at("must be an object with export and rect (page defaults to the entry's).")
+    export = _string(widget.get("export"), "export", at, limit=MAX_OPTION)
+    if export == "Off":
+        at("export 'Off' is what PDF calls no choice; name the option otherwise.")
+    button_page = _page(widget["page"], at) if widget.get("page") is not None else page
+    return SchemaField(
+        page=button_page, rect=_rect(widget.get("rect"), at), export=export, part=part, **common
+    )
 
 
 def _page(value: Any, fail: Fail) -> int:
@@ -305,13 +346,17 @@ def _options(value: Any, kind: str, fail: Fail) -> tuple[str, ...] | None:
         fail(f"options must be a list of non-empty strings, not {_dump(value)}.")
     limit = MAX_OPTION if kind == "radio" else MAX_TEXT
     value = [_string(o, "each option", fail, limit=limit) for o in value]
-    if kind == "radio" and "Off" in value:
-        fail("option 'Off' is what PDF calls no choice; name the option otherwise.")
-    if kind == "choice" and not value:
-        fail("a choice field needs at least one option.")
-    if len(set(value)) != len(value):
-        fail(f"options repeat a value ({_dump(value)}); list each once.")
+    _check_options(value, kind, fail)
     return tuple(value)
+
+
+def _check_options(options: list[str], kind: str, fail: Fail) -> None:
+    if kind == "radio" and "Off" in options:
+        fail("option 'Off' is what PDF calls no choice; name the option otherwise.")
+    if kind == "choice" and not options:
+        fail("a choice field needs at least one option.")
+    if len(set(options)) != len(options):
+        fail(f"options repeat a value ({_dump(options)}); list each once.")
 
 
 def _string(value: Any, what: str, fail: Fail, *, limit: int, blank: bool = False) -> str:

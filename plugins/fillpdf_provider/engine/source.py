@@ -149,19 +149,23 @@ def _damage(exc: BaseException) -> str:
     text = str(exc).lower()
     if isinstance(exc, RecursionError) or "recursion" in text:
         return "its objects are nested, or refer to one another, too deeply to read"
-    if "cyclic" in text or "loop" in text or "self reference" in text or "circular" in text:
+    if _mentions(text, "cyclic", "loop", "self reference", "circular"):
         if "page" in text:
             return "its list of pages loops back on itself"
         return "some of its objects refer back to themselves, in a loop"
-    if any(word in text for word in ("xref", "cross-reference", "trailer", "startxref")):
+    if _mentions(text, "xref", "cross-reference", "trailer", "startxref"):
         return "its cross-reference table is damaged"
-    if isinstance(exc, zlib.error) or any(w in text for w in ("decompress", "flate", "zlib")):
+    if isinstance(exc, zlib.error) or _mentions(text, "decompress", "flate", "zlib"):
         return "a compressed stream in it is damaged"
-    if "ended unexpectedly" in text or "eof" in text or "truncat" in text:
+    if _mentions(text, "ended unexpectedly", "eof", "truncat"):
         return "it ends early, as if cut short while being copied"
     if isinstance(exc, KeyError | IndexError | AttributeError | TypeError):
         return "an object it needs is missing or of the wrong kind"
     return "its structure is damaged"
+
+
+def _mentions(text: str, *words: str) -> bool:
+    return any(word in text for word in words)
 
 
 class _RepairLog(logging.Handler):

@@ -131,7 +131,7 @@ def convert_child(
         die_with_parent()
         limit(memory, cpu)
         from fillpdf_provider.engine.convert import convert
-        from fillpdf_provider.engine.filler import write_atomic
+        from fillpdf_provider.engine.files import write_atomic
         from fillpdf_provider.engine.form import check_form_size
         from fillpdf_provider.engine.rebuild import check_placement, parse_schema
         from fillpdf_provider.engine.source import open_pdf, reading_pdf

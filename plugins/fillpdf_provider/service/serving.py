@@ -110,3 +110,15 @@ def uvicorn_options(
         "server_header": False,  # no software name and version to aim at
         "timeout_graceful_shutdown": grace,
     }
+
+
+def bind_url(host: str, port: int) -> str:
+    """``http://host:port`` of the address the server listens on; a wildcard address
+    (0.0.0.0, ::) becomes this machine's name, since no client can reach the wildcard."""
+    import socket
+
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
