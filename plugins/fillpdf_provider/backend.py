@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from fillpdf_provider.engine.fillable import Form
+
+__all__ = ["Backend", "Converted", "Form"]
+
 if TYPE_CHECKING:
     from fillpdf_provider.account import Account
     from fillpdf_provider.client import ConversionRef, PdfSource, SchemaSource
-    from fillpdf_provider.engine.appearance import Fit
-    from fillpdf_provider.engine.filler import Filled
     from fillpdf_provider.engine.schema import Field
 
 
@@ -85,24 +87,3 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-@runtime_checkable
-class Form(Protocol):
-    """What filling needs of a form: its fields, and a fill that says which text it cut."""
-
-    @property
-    def fields(self) -> list[Field]: ...
-
-    @property
-    def page_count(self) -> int: ...
-
-    def date_format(self, field_name: str) -> str | None: ...
-
-    def fill(self, values: Mapping[str, object], *, flatten: bool = ...) -> bytes: ...
-
-    def fill_result(
-        self, values: Mapping[str, object], *, flatten: bool = ..., fit: Fit | None = ...
-    ) -> Filled:
-        """``fit`` is the engine's overflow policy; ``None`` leaves the filler's own."""
-        ...

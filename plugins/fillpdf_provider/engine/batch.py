@@ -35,7 +35,7 @@ from fillpdf_provider.engine.coerce import (
 )
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.files import private_temp, publish, set_new_file_mode, write_atomic
-from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.engine.fillable import Form
 from fillpdf_provider.engine.schema import Field
 
 MANIFEST_NAME = "manifest.parquet"
@@ -318,7 +318,7 @@ class OutputNames:
 
 
 def fill_rows(
-    template: Template,
+    template: Form,
     rows: str | os.PathLike[str],
     out_dir: str | os.PathLike[str] | OutputSink,
     *,
@@ -466,7 +466,7 @@ def _tally(summary: BatchSummary, row: int, record: _Record) -> None:
 class _RowFiller:
     """What every row of a batch is filled with, worked out once before the first row."""
 
-    template: Template
+    template: Form
     fields: dict[str, Field]
     date_formats: dict[str, str | None]
     pairs: dict[str, str]  # column -> field
@@ -479,7 +479,7 @@ class _RowFiller:
     @classmethod
     def prepare(
         cls,
-        template: Template,
+        template: Form,
         columns: list[str],
         mapping: Mapping[str, str] | None,
         names: OutputNames,

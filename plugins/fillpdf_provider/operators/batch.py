@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from airflow.sdk import Asset, BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from fillpdf_provider.engine.appearance import Fit
 from fillpdf_provider.engine.batch import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
@@ -35,6 +36,7 @@ from fillpdf_provider.engine.batch import (
 )
 from fillpdf_provider.engine.batch import count_rows as count_local_rows
 from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.fillable import Form
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput
 from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
 from fillpdf_provider.storage import Store, readable
@@ -123,7 +125,7 @@ def failure_limit(max_failed_rows: int | float | str | None, rows: int) -> int:
     if max_failed_rows in (None, "", "None"):
         return 0
     try:
-        value = float(max_failed_rows)  # type: ignore[arg-type]
+        value = float(max_failed_rows)
     except (TypeError, ValueError):
         raise InputError(
             f"max_failed_rows must be a count (e.g. 10) or a fraction of the rows (e.g. 0.01), "
@@ -323,6 +325,30 @@ class _ZipSink:
         return self.manifest_dir
 
 
+def _check_choices(
+    output_format: str, on_error: str, fill_on: str, chunk: Mapping[str, int] | None
+) -> None:
+    """The batch operator's choices, each refused with the value given and what it may be."""
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(
+            f"output_format must be one of {OUTPUT_FORMATS}, not {output_format!r}: "
+            f"{', '.join(FORMATS.values())}."
+        )
+    if on_error not in ON_ERROR:
+        raise ValueError(
+            f"on_error must be 'skip' or 'fail', not {on_error!r}: {'; '.join(ON_ERROR.values())}."
+        )
+    if fill_on not in FILL_ON:
+        raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
+    if chunk is not None and output_format != "files":
+        raise ValueError(
+            f"Chunked batches write files (output_format='files'), not "
+            f"output_format={output_format!r}: each chunk writes its rows' PDFs, and "
+            "merge_manifests joins the chunks' manifests. Drop output_format, or fill "
+            "without chunk to get one merged PDF or one zip."
+        )
+
+
 class BatchFillOperator(BaseOperator):
     """Fill a form once per row of a CSV or Parquet table.
 
@@ -373,7 +399,7 @@ class BatchFillOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "template", "rows", "output_dir", "name_template", "mapping", "max_failed_rows",
-        "storage_conn_id",
+        "fillpdf_conn_id", "storage_conn_id",
     )  # fmt: skip
     ui_color = "#fdf3e2"
 
@@ -402,25 +428,7 @@ class BatchFillOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         # A bad option is a DAG error, not a run's: refused when the DAG is parsed.
-        if output_format not in OUTPUT_FORMATS:
-            raise ValueError(
-                f"output_format must be one of {OUTPUT_FORMATS}, not {output_format!r}: "
-                f"{', '.join(FORMATS.values())}."
-            )
-        if on_error not in ON_ERROR:
-            raise ValueError(
-                f"on_error must be 'skip' or 'fail', not {on_error!r}: "
-                f"{'; '.join(ON_ERROR.values())}."
-            )
-        if fill_on not in FILL_ON:
-            raise ValueError(f"fill_on must be one of {FILL_ON}, not {fill_on!r}.")
-        if chunk is not None and output_format != "files":
-            raise ValueError(
-                f"Chunked batches write files (output_format='files'), not "
-                f"output_format={output_format!r}: each chunk writes its rows' PDFs, and "
-                "merge_manifests joins the chunks' manifests. Drop output_format, or fill "
-                "without chunk to get one merged PDF or one zip."
-            )
+        _check_choices(output_format, on_error, fill_on, chunk)
         if isinstance(max_failed_rows, int | float):
             failure_limit(max_failed_rows, 1)  # a bad limit is a DAG error, not a run's
         fit_for(overflow, min_font_size)  # so is a bad overflow policy
@@ -459,63 +467,33 @@ class BatchFillOperator(BaseOperator):
         self.storage_conn_id = storage_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        hook = FillPdfHook(self.fillpdf_conn_id)
-        self.log.info("FillPDF: %s", hook.describe())  # a missing named connection fails here
-        failure_limit(self.max_failed_rows, 1)  # as rendered: refused before any row is filled
-        fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
-        form = open_form(hook, self.template, fill_on=self.fill_on,
-                         conn_id=self.storage_conn_id)  # fmt: skip
+        with FillPdfHook(self.fillpdf_conn_id) as hook:
+            self.log.info("FillPDF: %s", hook.describe())  # a missing named connection fails
+            failure_limit(self.max_failed_rows, 1)  # as rendered: refused before any row
+            fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
+            form = open_form(hook, self.template, fill_on=self.fill_on,
+                             conn_id=self.storage_conn_id)  # fmt: skip
+            return self._fill(context, form, fit)
+
+    def _fill(self, context: Context, form: Form, fit: Fit | None) -> dict[str, Any]:
+        """Fill this task's rows (its chunk, or all of them) and report what happened."""
         chunk = dict(self.chunk) if self.chunk else None
         label = f"chunk {chunk['index']} (rows {chunk['first']}-{chunk['stop'] - 1})" if chunk \
             else "batch"  # fmt: skip
-        flatten = self.flatten or self.output_format == "merged"
         manifest = f"{CHUNK_MANIFESTS}/{chunk_manifest_name(chunk)}" if chunk else MANIFEST_NAME
         store = Store(self.output_dir, self.storage_conn_id, batched=True)
-        options: dict[str, Any] = {
-            "name_template": self.name_template,
-            "flatten": flatten,
-            "on_error": self.on_error,
-            "require": self.require,
-            "fit": fit,
-            "batch_rows": self.batch_rows,
-            "mapping": self.mapping,
-            "progress_every": float(self.progress_every),
-            "row_range": (chunk["first"], chunk["stop"]) if chunk else None,
-        }
+        options = self._options(fit, chunk)
         with rows_file(self.rows, self.storage_conn_id) as rows_path:
             columns = self._columns(rows_path)
             total = (chunk["stop"] - chunk["first"]) if chunk else total_rows(rows_path)
             options["progress"] = self._progress(label, total)
-            try:
-                if self.output_format == "files":
-                    summary = fill_rows(form, rows_path, store, manifest_name=manifest,
-                                        **options)  # fmt: skip
-                else:
-                    summary = self._package(form, rows_path, store, options)
-            except RowError as exc:  # on_error="fail"
-                if isinstance(exc.cause, OSError):  # the output, not the row: may pass again
-                    raise
-                raise InputError(
-                    f"{exc.message.rstrip('.')} (on_error='fail' stops at the first bad row). "
-                    "Fix that row and run again, or set on_error='skip' to record bad rows in "
-                    "the manifest and go on."
-                ) from None
-            except FillPdfError as exc:  # before any row: no column fills a field, a mapping
-                raise InputError(self._refused(exc, columns, form)) from None
-            except pa.ArrowInvalid as exc:  # a row further down the file no reader can read
-                raise InputError(f"rows {self.rows!r}: {exc}") from None
-        result = {**summary.as_dict(), "format": self.output_format}
+            summary = self._fill_rows(form, rows_path, store, manifest, options, columns)
+        result: dict[str, Any] = {**summary.as_dict(), "format": self.output_format}
         result["out_dir"] = str(self.output_dir)
         result["manifest"] = store.uri(manifest)
         if chunk:
             result["chunk"] = chunk
-        self.log.info("%s: %s", label, summary.line())
-        if summary.failed:
-            self.log.warning(
-                "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)
-            )
-        if summary.unmapped_columns:
-            self.log.info("columns that fill no field: %s", ", ".join(summary.unmapped_columns))
+        self._log_summary(label, summary)
         if self.asset is not None:
             context["outlet_events"][self.asset].extra = {
                 "output": str(self.output_dir), "rows": summary.rows, "ok": summary.ok,
@@ -525,6 +503,56 @@ class BatchFillOperator(BaseOperator):
             enforce_failure_limit(summary.failed, summary.rows, summary.errors,
                                   self.max_failed_rows, result["manifest"])  # fmt: skip
         return result
+
+    def _options(self, fit: Fit | None, chunk: dict[str, Any] | None) -> dict[str, Any]:
+        """What ``fill_rows`` is given, from the operator's settings and its chunk."""
+        return {
+            "name_template": self.name_template,
+            "flatten": self.flatten or self.output_format == "merged",
+            "on_error": self.on_error,
+            "require": self.require,
+            "fit": fit,
+            "batch_rows": self.batch_rows,
+            "mapping": self.mapping,
+            "progress_every": float(self.progress_every),
+            "row_range": (chunk["first"], chunk["stop"]) if chunk else None,
+        }
+
+    def _fill_rows(
+        self,
+        form: Form,
+        rows_path: Path,
+        store: Store,
+        manifest: str,
+        options: dict[str, Any],
+        columns: list[str],
+    ) -> BatchSummary:
+        """The rows filled into ``store``; what no retry can change fails the task at once."""
+        try:
+            if self.output_format == "files":
+                return fill_rows(form, rows_path, store, manifest_name=manifest, **options)
+            return self._package(form, rows_path, store, options)
+        except RowError as exc:  # on_error="fail"
+            if isinstance(exc.cause, OSError):  # the output, not the row: may pass again
+                raise
+            raise InputError(
+                f"{exc.message.rstrip('.')} (on_error='fail' stops at the first bad row). "
+                "Fix that row and run again, or set on_error='skip' to record bad rows in "
+                "the manifest and go on."
+            ) from None
+        except FillPdfError as exc:  # before any row: no column fills a field, a mapping
+            raise InputError(self._refused(exc, columns, form)) from None
+        except pa.ArrowInvalid as exc:  # a row further down the file no reader can read
+            raise InputError(f"rows {self.rows!r}: {exc}") from None
+
+    def _log_summary(self, label: str, summary: BatchSummary) -> None:
+        self.log.info("%s: %s", label, summary.line())
+        if summary.failed:
+            self.log.warning(
+                "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)
+            )
+        if summary.unmapped_columns:
+            self.log.info("columns that fill no field: %s", ", ".join(summary.unmapped_columns))
 
     def _columns(self, rows_path: Path) -> list[str]:
         """The rows' columns, and the name template checked against them: what would fail
