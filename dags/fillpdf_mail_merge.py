@@ -142,7 +142,8 @@ def fillpdf_mail_merge() -> None:
             raise AirflowFailException(
                 f"{exc} (params rows={params['rows']!r}, name_template={params['name_template']!r})"
             ) from None
-        fields = open_form(FillPdfHook(), params["template"], conn_id=conn_id).fields
+        with FillPdfHook() as hook:
+            fields = open_form(hook, params["template"], conn_id=conn_id).fields
         if not params["check_input"]:
             return {"checked": False}
         with readable(params["rows"], conn_id) as rows:

@@ -95,9 +95,12 @@ def fresh_gx(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     try:
         yield
     finally:
-        for name in [n for n in sys.modules if n not in modules]:
+        # Only GX's and the quality package's modules go back: a module first imported
+        # during the test (Airflow's, by a DAG run) stays, since importing it twice would
+        # declare its tables twice.
+        for name in [n for n in sys.modules if _reloaded(n)]:
             del sys.modules[name]
-        sys.modules.update(modules)
+        sys.modules.update({n: m for n, m in modules.items() if _reloaded(n)})
         vars(package).clear()
         vars(package).update(attributes)
         for name, (level, propagate, handlers) in loggers.items():

@@ -167,7 +167,8 @@ class QualityCheckOperator(BaseOperator):
         """The form's fields; in api mode too, read locally: nothing is filled or billed."""
         from fillpdf_provider.operators.forms import open_form
 
-        return list(open_form(self._hook(), self.template, conn_id=self.storage_conn_id).fields)  # type: ignore[arg-type]
+        with self._hook() as hook:
+            return list(open_form(hook, str(self.template), conn_id=self.storage_conn_id).fields)
 
     def _schema_check(self) -> QualityReport:
         from fillpdf_provider.engine.filler import Template
@@ -178,7 +179,8 @@ class QualityCheckOperator(BaseOperator):
         template = str(self.template)
         entries: list[Any] | None = None
         if is_conversion_id(template):
-            conversion = self._hook().get_conversion(template)
+            with self._hook() as hook:
+                conversion = hook.get_conversion(template)
             pdf, entries = conversion.pdf, list(conversion.schema)
         else:
             pdf = read_bytes(template, self.storage_conn_id)
