@@ -42,8 +42,11 @@ demo: $(STAMP)
 	@echo "PDFs:     $(abspath $(DEMO_OUT))/"
 	@echo "Manifest: $(abspath $(DEMO_OUT))/manifest.parquet"
 
+# ruff on everything; mypy on the package (strict on the engine and the client: pyproject.toml)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check plugins tests benchmarks include dags
+	$(VENV)/bin/ruff format --check plugins tests benchmarks include dags
+	$(VENV)/bin/mypy
 
 test: $(STAMP) lint
 	$(PYTEST) $(PARALLEL) -m "not solo"
