@@ -44,8 +44,8 @@ demo: $(STAMP)
 
 # ruff on everything; mypy on the package (strict on the engine and the client: pyproject.toml)
 lint: $(STAMP)
-	$(VENV)/bin/ruff check plugins tests benchmarks include dags
-	$(VENV)/bin/ruff format --check plugins tests benchmarks include dags
+	$(VENV)/bin/ruff check plugins tests benchmarks include dags kits
+	$(VENV)/bin/ruff format --check plugins tests benchmarks include dags kits
 	$(VENV)/bin/mypy
 
 test: $(STAMP) lint

@@ -11,7 +11,7 @@ exactly that, for both:
   ``update_page_form_field_values(page, values, auto_regenerate=False)`` on every page,
   ``write`` to a file. Checkboxes and radio buttons get their on-state names (``/Yes``).
 
-Forms: ``tests/formkit.py``'s bench form and a few varied forms of the wild corpus
+Forms: ``kits/formkit.py``'s bench form and a few varied forms of the wild corpus
 (``../shared/corpus/wild/forms``; skipped with a message when that folder is absent). Two
 value sets per form: ASCII only, and Greek and Cyrillic text in every text field.
 
@@ -92,8 +92,7 @@ class Case:
 
 
 def bench_form(folder: Path) -> Path:
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
-    from formkit import bench_form as build
+    from kits.formkit import bench_form as build
 
     path = folder / "bench.pdf"
     path.write_bytes(build())

@@ -72,7 +72,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.viewcheck import (  # noqa: E402
+from kits.flatten import _annots, _is_widget, flatten_form  # noqa: E402
+from kits.viewcheck import (  # noqa: E402
     _chain,
     _inherited,
     _resolve,
@@ -85,7 +86,8 @@ DEFAULT_CORPUS = Path(
     os.environ.get("FILLPDF_CORPUS") or REPO_ROOT.parent / "shared" / "corpus" / "forms"
 )
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "fillpdf-detect-eval"
-#: Bumped whenever ``flatten_form`` changes, so stale cached copies are not reused.
+#: Bumped whenever ``flatten_form`` (kits/flatten.py) changes, so stale cached copies are not
+#: reused.
 FLATTEN_VERSION = "v1"
 
 Rect = tuple[float, float, float, float]
@@ -147,10 +149,6 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _is_widget(annot: Any) -> bool:
-    return isinstance(annot, DictionaryObject) and annot.get("/Subtype") == "/Widget"
-
-
 def _norm_rect(values: Any) -> Rect | None:
     try:
         x0, y0, x1, y1 = (float(_resolve(v)) for v in _resolve(values))
@@ -180,11 +178,6 @@ def _page_box(page: Any) -> Rect:
         min(media[3], crop[3]),
     )
     return box if _area(box) > 0 else media
-
-
-def _annots(page: Any) -> list[Any]:
-    annots = _resolve(page.get("/Annots"))
-    return list(annots) if isinstance(annots, list) else []
 
 
 def _action_scripts(action: Any, depth: int = 0) -> Iterator[str]:
@@ -302,32 +295,6 @@ def output_widgets(pdf: bytes | PdfReader) -> list[WidgetBox]:
         for widget, reason in scan_widgets(pdf)
         if reason not in {"pushbutton", "repeated in /Annots"}
     ]
-
-
-def flatten_form(pdf: bytes) -> bytes:
-    """A flat copy of a fillable form: no widget annotations, no ``/AcroForm``.
-
-    Other annotations (links, comments) stay. ``/NeedsRendering`` goes with the form, as it
-    only makes sense with XFA. Encrypted forms (empty user password) come out unencrypted.
-    """
-    writer = PdfWriter(clone_from=open_pdf(pdf))
-    for page in writer.pages:
-        if "/Annots" not in page:
-            continue
-        annots = _annots(page)
-        keep = ArrayObject(ref for ref in annots if not _is_widget(_resolve(ref)))
-        if keep:
-            page[NameObject("/Annots")] = keep
-        else:
-            del page["/Annots"]
-    root = writer.root_object
-    for key in ("/AcroForm", "/NeedsRendering"):
-        if key in root:
-            del root[key]
-    writer.compress_identical_objects(remove_duplicates=False, remove_unreferenced=True)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
 
 
 def sha256(data: bytes) -> str:
@@ -1013,7 +980,7 @@ _WORKER_CONVERTER: Converter | None = None
 def _warm_up(converter: Converter, modes: Sequence[str]) -> None:
     """Run every mode once on a small generated form, so imports and caches are not timed."""
     try:
-        from tests.formkit import sample_form
+        from kits.formkit import sample_form
 
         flat = flatten_form(sample_form()[0])
     except Exception:

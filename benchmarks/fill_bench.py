@@ -3,7 +3,7 @@
 
 Prints, for one run and side by side:
 
-1. Workload A: ``--rows`` rows of ``tests.formkit.bench_rows`` into ``bench_form()``, in
+1. Workload A: ``--rows`` rows of ``kits.formkit.bench_rows`` into ``bench_form()``, in
    memory, forms/s per filler and the ratio ours / each other filler (gate: >= 40x pypdf).
 2. Visibility: for a sample of each filler's outputs, how many values a person sees without
    a viewer's help (PDFium flattens the existing appearance streams; pdfplumber reads the
@@ -69,7 +69,7 @@ INK_MIN_PIXELS = 4
 Values = dict[str, Any]
 FillFn = Callable[[Values], bytes]
 Setup = Callable[[bytes, Path], FillFn]
-WidgetMap = dict[str, list[Any]]  # field name -> tests.viewcheck.Widget list
+WidgetMap = dict[str, list[Any]]  # field name -> kits.viewcheck.Widget list
 
 
 # --------------------------------------------------------------------------- fields
@@ -77,7 +77,7 @@ WidgetMap = dict[str, list[Any]]  # field name -> tests.viewcheck.Widget list
 
 def widget_map(template: bytes) -> WidgetMap:
     """The visible widgets of ``template`` grouped by fully qualified field name."""
-    from tests.viewcheck import visible_widgets, widgets_by_name
+    from kits.viewcheck import visible_widgets, widgets_by_name
 
     return widgets_by_name(visible_widgets(template))
 
@@ -509,7 +509,7 @@ def add_ratios(results: dict[str, dict[str, Any]]) -> None:
 
 def _expected_texts(value: Any, widgets: Sequence[Any], kind: str) -> set[str]:
     """What may show for ``value``: the text itself; for a choice also its display text."""
-    from tests.viewcheck import display_text, squash
+    from kits.viewcheck import display_text, squash
 
     texts = {squash(str(value))}
     if kind == "choice":
@@ -537,7 +537,7 @@ class Visibility:
     """Checks filled PDFs against the blank template, as a person would see them."""
 
     def __init__(self, template: bytes, widgets: WidgetMap, types: dict[str, str]) -> None:
-        from tests.viewcheck import Raster, buttons_off, flatten_with_pdfium
+        from kits.viewcheck import Raster, buttons_off, flatten_with_pdfium
 
         self.widgets = widgets
         self.types = types
@@ -561,7 +561,7 @@ class Visibility:
         """Share of text values and of buttons to show that a person sees."""
         import pdfplumber
 
-        from tests.viewcheck import Raster, flatten_with_pdfium, text_in_rect
+        from kits.viewcheck import Raster, flatten_with_pdfium, text_in_rect
 
         counts = Counter[str]()
         misses = Counter[str]()
@@ -713,7 +713,7 @@ def peak_rss_mb() -> float:
 def memory_child(n: int, mode: str) -> int:
     """Run in a fresh process: compile once, fill ``n`` rows, print figures as JSON."""
     from fillpdf_provider.engine import Template
-    from tests.formkit import bench_form, bench_rows
+    from kits.formkit import bench_form, bench_rows
 
     template = bench_form()
     parsed = Template(template)
@@ -953,7 +953,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     gates: dict[str, bool] = {}
     try:
-        from tests.formkit import bench_form, bench_rows
+        from kits.formkit import bench_form, bench_rows
 
         template = bench_form()
         rows = bench_rows(args.rows, seed=args.seed)

@@ -39,7 +39,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "tests")]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.machine import Report, machine_info, progress  # noqa: E402
 
@@ -145,8 +146,8 @@ def scale(args: argparse.Namespace, work: Path, report: Report) -> list[tuple[st
 
 
 def api_mode(args: argparse.Namespace, work: Path, report: Report) -> list[tuple[str, str, bool]]:
-    from flatkit import flat_form, flat_form_schema
-    from servicekit import start_server
+    from kits.flatkit import flat_form, flat_form_schema
+    from kits.servicekit import start_server
 
     server = start_server(work / "service")
     os.environ["FILLPDF_EMBEDDED_STORE"] = str(work / "embedded")

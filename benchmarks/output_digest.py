@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.detect_eval import flatten_form  # noqa: E402
 from fillpdf_provider.engine import FillPdfError, Fit, Template  # noqa: E402
 from fillpdf_provider.engine.batch import fill_rows  # noqa: E402
 from fillpdf_provider.engine.convert import convert  # noqa: E402
+from kits.flatten import flatten_form  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 TEXTS = ("Zoë 12", "Ελλάδα", "Кирилл", "Ann Lee")

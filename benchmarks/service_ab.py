@@ -29,12 +29,12 @@ from pathlib import Path
 import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "tests"))
-
-from servicekit import flat_form, free_port  # noqa: E402
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 from fillpdf_provider.service import keys  # noqa: E402
 from fillpdf_provider.service.db import create_schema, make_engine  # noqa: E402
+from kits.servicekit import flat_form, free_port  # noqa: E402
 
 LIMITS = {
     "pages_included": 100_000,

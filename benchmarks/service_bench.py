@@ -2,7 +2,7 @@
 """The service benchmark: the HTTP API under load, against calling the engine directly.
 
 Starts the real service (``fillpdf serve --workers 2``, SQLite in a temp data dir unless
-``--database-url`` is given) with ``tests/servicekit.py``, makes an enterprise key with no
+``--database-url`` is given) with ``kits/servicekit.py``, makes an enterprise key with no
 rate limit, converts a flat form once, and then, from this process (the server is a
 subprocess), drives ``--concurrency`` concurrent keep-alive connections with httpx:
 
@@ -56,9 +56,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-for _path in (REPO_ROOT, REPO_ROOT / "tests"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.machine import Report, machine_info, progress  # noqa: E402
 
@@ -515,7 +514,7 @@ class BareServer:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        from servicekit import stop_process
+        from kits.servicekit import stop_process
 
         stop_process(self.process)
 
@@ -523,9 +522,8 @@ class BareServer:
 def start_bare(workdir: Path, pdf: bytes, settings: dict[str, Any]) -> BareServer:
     """Start the bare app with ``settings`` (port included), serving ``pdf``; wait until it
     answers ``GET /v1/account``."""
-    from servicekit import wait_until_answering
-
     from benchmarks.bare_app import PDF_VARIABLE
+    from kits.servicekit import wait_until_answering
 
     workdir.mkdir(parents=True, exist_ok=True)
     pdf_file = workdir / "bare-fill.pdf"
@@ -803,7 +801,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "from the server's."
     )
 
-    from servicekit import start_server
+    from kits.servicekit import start_server
 
     phases: list[Phase] = []
     with tempfile.TemporaryDirectory(prefix="service-bench-") as tmp:
@@ -840,7 +838,8 @@ def _run(
     workdir: Path,
 ) -> int:
     import httpx
-    from servicekit import flat_form
+
+    from kits.servicekit import flat_form
 
     key = server.create_key("enterprise", **KEY_LIMITS)
 
@@ -978,7 +977,7 @@ def _run(
     bare_settings: dict[str, Any] | None = None
     bare_account_bytes: int | None = None
     if not args.skip_bare:
-        from servicekit import free_port
+        from kits.servicekit import free_port
 
         server.stop()  # never both servers at once: they would share the cores
         bare_settings = serve_uvicorn_settings(args.workers, free_port())

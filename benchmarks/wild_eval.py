@@ -4,7 +4,7 @@
 The 53 forms come from PDF libraries' test suites and were picked because they are hard to fill
 (see the corpus README). For every form and every filler (ours, pypdf, PyMuPDF):
 
-1. The fields are listed from the widgets on the pages (``tests.viewcheck.visible_widgets``),
+1. The fields are listed from the widgets on the pages (``kits.viewcheck.visible_widgets``),
    and every field a user could fill gets a value: text in several scripts (sized to the box),
    a long text for multiline fields, exactly ``MaxLen`` characters for comb fields, a date in
    the field's own format, checkboxes on, one option of each radio group and choice field.
@@ -62,7 +62,7 @@ from benchmarks.fill_bench import (  # noqa: E402
     fill_pypdf_naive,
 )
 from benchmarks.machine import Report, machine_info  # noqa: E402
-from tests import viewcheck as vc  # noqa: E402
+from kits import viewcheck as vc  # noqa: E402
 
 DEFAULT_FORMS = REPO_ROOT.parent / "shared" / "corpus" / "wild" / "forms"
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "wild_eval.txt"

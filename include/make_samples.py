@@ -1,5 +1,5 @@
 """Regenerate include/sample_form.pdf, include/sample_rows.csv and the flat forms in
-include/inbox/ from the test kits (tests/formkit, tests/servicekit).
+include/inbox/ from the test kits (kits/formkit, kits/flatkit).
 
 The CSV spells checkbox values the many ways spreadsheets do (true/false, yes/no, x, empty),
 so loaders are exercised on them.
@@ -15,8 +15,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.flatkit import flat_form  # noqa: E402
-from tests.formkit import sample_form, sample_rows  # noqa: E402
+from kits.flatkit import flat_form  # noqa: E402
+from kits.formkit import sample_form, sample_rows  # noqa: E402
 
 ROWS = 25
 TRUE_SPELLINGS = ("true", "yes", "x")

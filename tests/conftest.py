@@ -12,8 +12,9 @@ os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(os.path.dirname(__file__), "..", "dags")
 
 import pytest
-import viewcheck
-from formkit import bench_form, sample_form
+
+from kits import viewcheck
+from kits.formkit import bench_form, sample_form
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -43,7 +44,7 @@ def pg_cluster():
     """A private PostgreSQL for the session; skipped where none is installed (CI installs it)."""
     import os
 
-    from pgcluster import PgCluster, find_pg_bin
+    from kits.pgcluster import PgCluster, find_pg_bin
 
     if find_pg_bin() is None:
         if os.environ.get("FILLPDF_REQUIRE_POSTGRES") == "1":
@@ -65,7 +66,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 @pytest.fixture(scope="module")
 def server(database_url: str, tmp_path_factory: pytest.TempPathFactory):
     """A running ``fillpdf serve`` on that database (one per module and database)."""
-    from servicekit import start_server
+    from kits.servicekit import start_server
 
     running = start_server(tmp_path_factory.mktemp("service"), database_url)
     yield running

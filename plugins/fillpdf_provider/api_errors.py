@@ -1,7 +1,7 @@
 """The API's error types: each with the HTTP status the service answers it with, and what it means.
 
 The one table of them. The service takes an error's status from it, the client has one
-exception class per type in it, and ``tests/test_api_docs.py`` checks ``docs/api.md``
+exception class per type in it, and ``tests/service/test_api_docs.py`` checks ``docs/api.md``
 against it, so the three cannot drift apart. The meanings are the "when" column of the
 error table in ``docs/api.md`` (the contract's, widened to what the service really answers).
 

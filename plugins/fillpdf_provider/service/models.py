@@ -60,7 +60,7 @@ class ConversionResult(BaseModel):
 
 # The published schema of ``fillpdf_provider.account.Account`` (what ``/v1/account`` answers
 # with): the same fields in the same order, narrowed where the service always knows more (the
-# plan's name, the period). tests/test_account_model.py fails if the two diverge. No
+# plan's name, the period). tests/client/test_account_model.py fails if the two diverge. No
 # docstring: it would become the schema's description.
 class Account(BaseModel):
     plan: Literal["developer", "pro", "scale", "enterprise"]

@@ -1,0 +1,1 @@
+"""The Airflow side: hooks, operators, sensors, triggers, quality, the UI page and the DAGs."""

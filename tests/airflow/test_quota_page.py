@@ -1,0 +1,366 @@
+"""The "FillPDF quota" page in a real Airflow, in a real browser.
+
+One module-wide set-up: a FillPDF service with a pro account that has converted a 3-page
+form, an embedded-engine connection in Airflow's database that has converted 2 pages, a
+connection to a service that is down, and ``airflow api-server`` on 127.0.0.1 with the
+plugin (from its entry point) and the simple auth manager's users ``ops`` (role op: may read
+connections) and ``viewer`` (may not). A person then signs in on Airflow's own login page in
+headless Chromium (Debian's package, driven by Playwright) and reads the numbers off the page.
+Without credentials, the page and its JSON are refused.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from fillpdf_provider.embedded import EmbeddedFillPdf
+from kits.airflowkit import ApiServer, User, prepare_home, run_airflow, start_api_server
+from kits.servicekit import Server, flat_form, free_port, start_server
+
+CHROMIUM = os.environ.get("FILLPDF_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+OPS = User("ops", "op", "ops-pass-4c1f")
+VIEWER = User("viewer", "viewer", "viewer-pass-9e2b")
+PAGE = "/fillpdf/quota"
+
+
+@dataclass
+class Stack:
+    api: ApiServer
+    service: Server
+    key: str
+    local_store: Path
+
+    def account(self) -> dict[str, Any]:
+        with self.service.client(self.key) as client:
+            answer = client.get("/v1/account")
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    started = time.monotonic()
+    root = tmp_path_factory.mktemp("quota-page")
+    service = start_server(root / "service")
+    api = None
+    try:
+        key = service.create_key("pro")
+        with service.client(key) as client:
+            converted = client.post(
+                "/v1/convert", files={"file": ("form.pdf", flat_form(3), "application/pdf")}
+            )
+            assert converted.status_code == 200, converted.text
+            assert client.get("/v1/account").json()["pages_used"] == 3
+
+        local_store = root / "embedded-store"
+        EmbeddedFillPdf(local_store).convert(flat_form(2))
+
+        env = prepare_home(
+            root / "airflow",
+            [OPS, VIEWER],
+            {
+                # Connections from the environment: the pro account and a service that is down.
+                "AIRFLOW_CONN_FILLPDF_DEFAULT": json.dumps(
+                    {"conn_type": "fillpdf", "host": service.base_url, "password": key}
+                ),
+                "AIRFLOW_CONN_FILLPDF_OFFLINE": json.dumps(
+                    {
+                        "conn_type": "fillpdf",
+                        "host": f"http://127.0.0.1:{free_port()}",
+                        "password": "fp_offline",
+                    }
+                ),
+            },
+        )
+        # A connection in the metadata database: the embedded engine with its own store.
+        run_airflow(
+            [
+                "connections", "add", "fillpdf_local", "--conn-type", "fillpdf",
+                "--conn-extra",
+                json.dumps({"mode": "embedded", "conversions_uri": str(local_store)}),
+            ],
+            env,
+        )  # fmt: skip
+        api = start_api_server(env)
+        print(f"\nquota page stack up in {time.monotonic() - started:.1f} s: {api.base_url}")
+        yield Stack(api, service, key, local_store)
+    finally:
+        if api is not None:
+            api.stop()
+        service.stop()
+
+
+# --------------------------------------------------------------------------- refused
+
+
+@pytest.mark.parametrize("query", ["", "?format=json"])
+def test_the_page_and_its_json_refuse_callers_without_credentials(stack: Stack, query: str) -> None:
+    url = stack.api.base_url + PAGE + query
+    for headers in ({}, {"Accept": "application/json"}):
+        answer = httpx.get(url, headers=headers, timeout=30)
+        assert answer.status_code == 401, answer.text
+        assert answer.headers["content-type"].startswith("application/json")
+        assert "pages_used" not in answer.text
+        assert stack.service.base_url not in answer.text
+
+    forged = httpx.get(url, headers={"Authorization": "Bearer not.a.jwt"}, timeout=30)
+    assert forged.status_code in (401, 403), forged.text
+    assert "pages_used" not in forged.text
+    cookie = httpx.get(url, cookies={"_token": "forged"}, timeout=30)
+    assert cookie.status_code in (401, 403), cookie.text
+    assert "pages_used" not in cookie.text
+
+
+def test_a_browser_without_a_login_is_sent_to_the_sign_in_page(stack: Stack) -> None:
+    html_accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    answer = httpx.get(stack.api.base_url + PAGE, headers={"Accept": html_accept}, timeout=30)
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/auth/login?next=")
+    assert "%2Ffillpdf%2Fquota" in answer.headers["location"]
+    assert "pages_used" not in answer.text
+
+
+def test_users_who_may_not_read_connections_are_refused(stack: Stack) -> None:
+    token = stack.api.token(VIEWER)
+    url = stack.api.base_url + PAGE
+    auth = {"Authorization": f"Bearer {token}"}
+    as_json = httpx.get(url, params={"format": "json"}, headers=auth, timeout=30)
+    assert as_json.status_code == 403, as_json.text
+    as_page = httpx.get(url, headers={**auth, "Accept": "text/html"}, timeout=30)
+    assert as_page.status_code == 403
+    assert "permission to read connections" in as_page.text
+    assert "pages_used" not in as_page.text and "3 of 60" not in as_page.text
+
+
+def test_the_json_matches_the_account(stack: Stack) -> None:
+    token = stack.api.token(OPS)
+    answer = httpx.get(
+        stack.api.base_url + PAGE,
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    rows = {row["conn_id"]: row for row in answer.json()["connections"]}
+    assert set(rows) == {"fillpdf_default", "fillpdf_local", "fillpdf_offline"}
+    account = stack.account()
+    for name in ("plan", "pages_used", "pages_included", "pages_remaining", "overage_pages"):
+        assert rows["fillpdf_default"][name] == account[name], name
+    assert rows["fillpdf_default"]["resets_at"] == account["period_end"]
+    assert rows["fillpdf_local"]["plan"] == "embedded"
+    assert rows["fillpdf_local"]["pages_used"] == 2
+    assert rows["fillpdf_offline"]["error"]
+
+
+# --------------------------------------------------------------------------- in Chromium
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    required = os.environ.get("FILLPDF_REQUIRE_CHROMIUM") == "1"
+    missing = None
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        missing = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api
+        except ImportError:
+            missing = "Playwright for Python is not installed (pip install -e '.[test]')"
+    if missing:
+        if required:
+            pytest.fail(missing)
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def _field(page: Any, conn_id: str, field: str) -> str:
+    return str(page.locator(f'[data-conn="{conn_id}"] dd[data-field="{field}"]').inner_text())
+
+
+def _assert_looks_rendered(png: Path) -> None:
+    from PIL import Image
+
+    with Image.open(png) as image:
+        assert image.width >= 800 and image.height >= 400
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 50, "the screenshot is (nearly) blank"
+
+
+def test_the_page_in_chromium_shows_the_accounts_numbers(
+    browser: Any, stack: Stack, tmp_path: Path
+) -> None:
+    base = stack.api.base_url
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+
+        # A person opens the page by its address, is sent to Airflow's sign-in page, signs in,
+        # and comes back to the page.
+        page.goto(base + PAGE)
+        page.wait_for_url(lambda url: "/auth/login" in url)
+        page.get_by_label("Username").fill(OPS.name)
+        page.get_by_label("Password").fill(OPS.password)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(lambda url: httpx.URL(url).path == PAGE)
+        page.locator('[data-conn="fillpdf_default"]').wait_for()
+
+        account = stack.account()
+        assert account["pages_used"] == 3
+        assert _field(page, "fillpdf_default", "plan") == account["plan"] == "pro"
+        assert _field(page, "fillpdf_default", "pages_used") == (
+            f"{account['pages_used']:,} of {account['pages_included']:,}"
+        )
+        assert _field(page, "fillpdf_default", "remaining") == f"{account['pages_remaining']:,}"
+        overage = _field(page, "fillpdf_default", "overage_so_far")
+        assert overage == f"{account['overage_pages']} pages, ${account['overage_cost_usd']:,.2f}"
+        assert _field(page, "fillpdf_default", "resets") == account["period_end"]
+        assert _field(page, "fillpdf_default", "rate_limit") == (
+            f"{account['rate_limit_per_minute']} / min"
+        )
+        assert _field(page, "fillpdf_default", "service") == stack.service.base_url
+        bar = page.locator('[data-conn="fillpdf_default"] [role="progressbar"]')
+        assert bar.get_attribute("aria-valuenow") == str(account["pages_used"])
+        assert bar.get_attribute("aria-valuemax") == str(account["pages_included"])
+
+        assert _field(page, "fillpdf_local", "plan") == "embedded"
+        assert _field(page, "fillpdf_local", "pages_used") == "2"
+        assert _field(page, "fillpdf_local", "overage_so_far") == "—"  # no quota to go over
+        assert _field(page, "fillpdf_local", "service") == "embedded engine"
+        offline = page.locator('[data-conn="fillpdf_offline"] .error').inner_text()
+        assert re.search(r"no answer", offline, re.IGNORECASE), offline
+
+        shot = tmp_path / "fillpdf-quota-page.png"
+        page.screenshot(path=str(shot), full_page=True)
+        _assert_looks_rendered(shot)
+        print(f"\nscreenshot of the quota page: {shot}")
+
+        # The same page from Airflow's navigation: Browse -> FillPDF quota, shown in a frame.
+        page.goto(base + "/")
+        page.get_by_role("button", name="Browse").click()
+        page.get_by_role("menuitem", name="FillPDF quota").click()
+        page.wait_for_url(lambda url: httpx.URL(url).path == "/plugin/fillpdf-quota")
+        frame = page.frame_locator("iframe")
+        used = frame.locator('[data-conn="fillpdf_default"] dd[data-field="pages_used"]')
+        assert used.inner_text() == f"{account['pages_used']} of {account['pages_included']}"
+        nav_shot = tmp_path / "fillpdf-quota-in-airflow.png"
+        page.screenshot(path=str(nav_shot))
+        _assert_looks_rendered(nav_shot)
+        print(f"screenshot of the page in Airflow's navigation: {nav_shot}")
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------- rendering, fast
+
+JUNE = ("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z")
+MID_JUNE = 1_750_032_000.0  # 2025-06-16T00:00:00Z: half of a 30-day month gone
+
+
+def _account(plan: str, used: int) -> Any:
+    from fillpdf_provider.client import Account
+
+    included, rate, hard_stop = {"developer": (25, None, True), "pro": (60, 0.90, False)}[plan]
+    overage = 0 if hard_stop else max(0, used - included)
+    return Account(
+        plan=plan,
+        period_start=JUNE[0],
+        period_end=JUNE[1],
+        pages_included=included,
+        pages_used=used,
+        pages_remaining=max(0, included - used),
+        overage_pages=overage,
+        overage_rate_usd=rate,
+        overage_cost_usd=None if rate is None else round(overage * rate, 2),
+        max_pages_per_file=10,
+        rate_limit_per_minute=10,
+        hard_stop=hard_stop,
+    )
+
+
+def _rendered(monkeypatch: pytest.MonkeyPatch, plan: str, used: int) -> tuple[dict, dict]:
+    """The account row and the page's fields for one account, without Airflow or a browser."""
+    from fillpdf_provider.ui import quota_data
+    from fillpdf_provider.ui.quota_page import render
+
+    class Backend:
+        def get_account(self) -> Any:
+            return _account(plan, used)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(quota_data, "backend_for", lambda settings, **kw: Backend())
+    row = quota_data.account_row("fillpdf_default", None, MID_JUNE)
+    assert row["error"] is None
+    page = render({"generated_at": "2025-06-16T00:00:00Z", "connections": [row], "recent_runs": []})
+    fields = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', page))
+    return row, {k: html.unescape(v) for k, v in fields.items()}
+
+
+def test_a_hard_stop_plan_is_never_projected_past_its_quota(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 15 of 25 pages in half the month: 30 at this rate, but the developer plan stops at 25.
+    row, fields = _rendered(monkeypatch, "developer", 15)
+    assert row["projected_pages"] == 25
+    assert row["quota_runs_out_at"] == "2025-06-26T00:00:00Z"  # 25 pages at 1 a day
+    assert fields["pages_used"] == "15 of 25"
+    assert fields["projected_at_month_end"] == (
+        "At this rate the quota runs out on 2025-06-26; after that, conversions are refused "
+        "until 2025-07-01 00:00 UTC."
+    )
+    assert "30" not in fields["projected_at_month_end"]
+    assert fields["projected_overage_cost"] == "none: the plan stops at its quota"
+
+
+def test_a_hard_stop_plan_whose_quota_is_used_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    row, fields = _rendered(monkeypatch, "developer", 25)
+    assert row["projected_pages"] == 25
+    assert row["quota_runs_out_at"] == "2025-06-16T00:00:00Z"
+    assert fields["projected_at_month_end"] == (
+        "The quota is used up; conversions are refused until 2025-07-01 00:00 UTC."
+    )
+
+
+def test_a_hard_stop_plan_that_lasts_the_month(monkeypatch: pytest.MonkeyPatch) -> None:
+    row, fields = _rendered(monkeypatch, "developer", 5)
+    assert row["projected_pages"] == 10 and row["quota_runs_out_at"] is None
+    assert fields["projected_at_month_end"] == "10 of 25"
+
+
+def test_a_plan_with_overage_is_projected_past_its_quota(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pro: 40 of 60 in half the month, 80 at month end, 20 pages of overage at $0.90.
+    row, fields = _rendered(monkeypatch, "pro", 40)
+    assert row["projected_pages"] == 80 and row["quota_runs_out_at"] is None
+    assert fields["projected_at_month_end"] == "80"
+    assert fields["projected_overage_cost"] == "$18.00"

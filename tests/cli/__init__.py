@@ -1,0 +1,1 @@
+"""The ``fillpdf`` command, run as a user runs it."""

@@ -1,0 +1,1 @@
+"""The Python client (``fillpdf_provider.client``) and the account model it shares."""

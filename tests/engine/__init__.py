@@ -1,0 +1,1 @@
+"""The engine (``fillpdf_provider.engine``): inspect, fill, batch, convert, rebuild, preview."""
