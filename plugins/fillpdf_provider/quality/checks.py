@@ -107,20 +107,36 @@ def column_plan(
     """
     by_name = {f.name: f for f in fields}
     mapping = dict(mapping or {})
+    _check_mapping(mapping, fields)
+    present = {c: f for c, f in mapping.items() if c in columns}
+    pairs, _, _ = map_columns(list(columns), list(fields), present)
+    wanted = _wanted(fields, require_columns) + list(mapping.values())
+    filled_by = {f: c for c, f in pairs.items()}
+    named_by = {f: c for c, f in mapping.items()}
+    expected = {n: named_by.get(n) or filled_by.get(n) or n for n in dict.fromkeys(wanted)}
+    return expected, {c: by_name[f] for c, f in pairs.items()}
+
+
+def _check_mapping(mapping: Mapping[str, str], fields: Sequence[Field]) -> None:
+    """A mapping to a field the form lacks is refused, with the closest field names."""
+    names = {f.name for f in fields}
     for column, field_name in mapping.items():
-        if field_name not in by_name:
+        if field_name not in names:
             raise FieldValueError(
                 field_name,
                 f"the mapping {{{column!r}: {field_name!r}}} names a field the form does not "
                 f"have{_did_you_mean([field_name], fields, '; ')} {INSPECT}",
             )
-    present = {c: f for c, f in mapping.items() if c in columns}
-    pairs, _, _ = map_columns(list(columns), list(fields), present)
+
+
+def _wanted(fields: Sequence[Field], require_columns: Iterable[str] | None) -> list[str]:
+    """The fields the rows must fill: those asked for (by default every field a person
+    fills in), and every field the form marks required."""
     if require_columns is None:
         wanted = [f.name for f in fields if not f.read_only and f.type != "signature"]
     else:
         wanted = list(require_columns)
-        unknown = [n for n in wanted if n not in by_name]
+        unknown = [n for n in wanted if n not in {f.name for f in fields}]
         if unknown:
             names = ", ".join(repr(n) for n in unknown)
             which = "which is not a field" if len(unknown) == 1 else "which are not fields"
@@ -129,11 +145,7 @@ def column_plan(
                 f"require_columns names {names}, {which} of the form"
                 f"{guess + ')' if guess else ''}. {INSPECT}"
             )
-    wanted += [f.name for f in fields if f.required] + list(mapping.values())
-    filled_by = {f: c for c, f in pairs.items()}
-    named_by = {f: c for c, f in mapping.items()}
-    expected = {n: named_by.get(n) or filled_by.get(n) or n for n in dict.fromkeys(wanted)}
-    return expected, {c: by_name[f] for c, f in pairs.items()}
+    return wanted + [f.name for f in fields if f.required]
 
 
 def near_columns(
