@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,9 +28,12 @@ from fillpdf_provider.engine.detect.fields import (
 )
 from fillpdf_provider.engine.detect.labels import LabelIndex, snake, unique_names
 from fillpdf_provider.engine.detect.model import Detected, Rect
-from fillpdf_provider.engine.detect.page import Box, PageGeometry, read_page
+from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, ToPdf, read_page
 from fillpdf_provider.engine.detect.scorer import Model, choose, shipped_model
 from fillpdf_provider.engine.detect.variants import with_variants
+
+if TYPE_CHECKING:
+    from pdfplumber.page import Page
 
 MODES = ("fields", "fields_fast")
 
@@ -102,7 +106,7 @@ def page_pool(geo: PageGeometry, *, complete: bool) -> Pool | None:
 
 
 def _scored_page_fields(
-    index: int, geo: PageGeometry, to_pdf, scorer: Model, *, complete: bool
+    index: int, geo: PageGeometry, to_pdf: ToPdf, scorer: Model, *, complete: bool
 ) -> list[Detected]:
     pool = page_pool(geo, complete=complete)
     if pool is None:
@@ -125,7 +129,7 @@ def _scored_page_fields(
 
 def page_geometries(
     pdf: bytes, mode: str, max_pages: int | None, drawn: Sequence[int] | None = None
-) -> Iterator[tuple[int, PageGeometry, object]]:
+) -> Iterator[tuple[int, PageGeometry, ToPdf]]:
     """Each page read for detection: its index, geometry and the map back to PDF space.
 
     ``drawn`` is each page's content as drawn (``check_content_sizes``): a page whose form
@@ -136,6 +140,13 @@ def page_geometries(
 
         yield from read_pdfium_pages(pdf, max_pages)
         return
+    yield from _plumber_geometries(pdf, max_pages, drawn)
+
+
+def _plumber_geometries(
+    pdf: bytes, max_pages: int | None, drawn: Sequence[int] | None
+) -> Iterator[tuple[int, PageGeometry, ToPdf]]:
+    """The pages read with pdfplumber, but for those pdfminer cannot read in good time."""
     import pdfplumber
 
     from fillpdf_provider.engine.detect.pdfium_page import read_pdfium_page
@@ -147,16 +158,23 @@ def page_geometries(
             if max_pages is not None and index >= max_pages:
                 break
             heavy = drawn is not None and index < len(drawn) and drawn[index] > HEAVY_PAGE_BYTES
-            read = None
-            try:
-                if not heavy and _content_size(page) <= HEAVY_PAGE_BYTES:
-                    read = read_page(page), _plumber_to_pdf(page)
-            except failures:
-                pass  # a font that is its own descendant, a colour space inside itself...
+            read = _read_with_pdfminer(page, heavy, failures)
             # pdfminer would take minutes over a page this busy, and gives up on some damaged
             # pages; PDFium reads both, bounded.
             yield (index, *read) if read else (index, *read_pdfium_page(pdf, index))
             page.close()
+
+
+def _read_with_pdfminer(
+    page: Page, heavy: bool, failures: tuple[type[BaseException], ...]
+) -> tuple[PageGeometry, ToPdf] | None:
+    """A page's geometry read by pdfminer, or None for a heavy page or one it fails on."""
+    try:
+        if not heavy and _content_size(page) <= HEAVY_PAGE_BYTES:
+            return read_page(page), _plumber_to_pdf(page)
+    except failures:
+        pass  # a font that is its own descendant, a colour space inside itself...
+    return None
 
 
 def _pdfminer_failures() -> tuple[type[BaseException], ...]:
@@ -170,11 +188,12 @@ def _pdfminer_failures() -> tuple[type[BaseException], ...]:
 HEAVY_PAGE_BYTES = 1_500_000
 
 
-def _content_size(page: object) -> int:
+def _content_size(page: Page) -> int:
+    """The size of the page's own content streams, decoded."""
     from pdfminer.pdftypes import resolve1
 
     total = 0
-    contents = getattr(page.page_obj, "contents", None) or []  # type: ignore[attr-defined]
+    contents = getattr(page.page_obj, "contents", None) or []
     for stream in contents:
         stream = resolve1(stream)
         if hasattr(stream, "get_data"):
@@ -182,9 +201,9 @@ def _content_size(page: object) -> int:
     return total
 
 
-def _plumber_to_pdf(page: object):
+def _plumber_to_pdf(page: Page) -> ToPdf:
     """The map from pdfplumber's top-down page space back to PDF user space."""
-    x0, y0, x1, y1 = (float(v) for v in page.page_obj.mediabox)  # type: ignore[attr-defined]
+    x0, y0, x1, y1 = (float(v) for v in page.page_obj.mediabox)
     rotation = int(getattr(page, "rotation", 0) or 0) % 360
 
     def point(x: float, top: float) -> tuple[float, float]:
@@ -204,10 +223,10 @@ def _plumber_to_pdf(page: object):
     return convert
 
 
-def _page_fields(index: int, geo: PageGeometry, to_pdf, *, complete: bool) -> list[Detected]:
+def _page_fields(index: int, geo: PageGeometry, to_pdf: ToPdf, *, complete: bool) -> list[Detected]:
     candidates = _outside_office_use(find_candidates(geo, complete=complete), geo)
     labels = LabelIndex(geo.lines)
-    chosen = []
+    chosen: list[tuple[Candidate, str | None, float]] = []
     for cand in candidates:
         label = labels.label_for(cand)
         if cand.kind != "radio" and label and NOT_FOR_YOU.search(label):
@@ -220,7 +239,7 @@ def _fields_of(
     index: int,
     chosen: list[tuple[Candidate, str | None, float]],
     labels: LabelIndex,
-    to_pdf,
+    to_pdf: ToPdf,
 ) -> list[Detected]:
     """The chosen candidates as fields in PDF space; circles in a row become radio groups."""
     fields: list[Detected] = []
@@ -295,15 +314,15 @@ def _outside_office_use(candidates: list[Candidate], geo: PageGeometry) -> list[
     return kept
 
 
-def _office_band(line: object, geo: PageGeometry) -> Box:
+def _office_band(line: Line, geo: PageGeometry) -> Box:
     """The strip under an office-use heading: as wide as the shaded bar holding it, if any."""
-    x0, x1 = line.x0 - 60.0, line.x1 + 60.0  # type: ignore[attr-defined]
-    cx = (line.x0 + line.x1) / 2  # type: ignore[attr-defined]
-    cy = (line.top + line.bottom) / 2  # type: ignore[attr-defined]
+    x0, x1 = line.x0 - 60.0, line.x1 + 60.0
+    cx = (line.x0 + line.x1) / 2
+    cy = (line.top + line.bottom) / 2
     for box, tinted in geo.fills:
         if tinted and box[0] <= cx <= box[2] and box[1] <= cy <= box[3]:
             x0, x1 = box[0] - 2.0, box[2] + 2.0
-    return (x0, line.bottom, x1, line.bottom + 28.0)  # type: ignore[attr-defined]
+    return (x0, line.bottom, x1, line.bottom + 28.0)
 
 
 def _confidence(cand: Candidate, label: str | None) -> float:
@@ -312,40 +331,16 @@ def _confidence(cand: Candidate, label: str | None) -> float:
 
 
 def _radio_groups(
-    index: int, radios: list[tuple[Candidate, float]], labels: LabelIndex, to_pdf
+    index: int, radios: list[tuple[Candidate, float]], labels: LabelIndex, to_pdf: ToPdf
 ) -> list[Detected]:
     """Circles that line up in a row (or a column) are one question's options."""
     sure = {id(cand): confidence for cand, confidence in radios}
-    groups: list[list[Candidate]] = []
-    ordered = sorted(
-        (c for c, _ in radios), key=lambda c: (round((c.box[1] + c.box[3]) / 4), c.box[0])
-    )
-    for cand in ordered:
-        middle = (cand.box[1] + cand.box[3]) / 2
-        for group in groups:
-            last = group[-1]
-            same_row = (
-                abs((last.box[1] + last.box[3]) / 2 - middle) <= 3
-                and 0 < cand.box[0] - last.box[2] <= 260
-            )
-            same_column = (
-                abs(last.box[0] - cand.box[0]) <= 3 and 0 < cand.box[1] - last.box[3] <= 26
-            )
-            if same_row or same_column:
-                group.append(cand)
-                break
-        else:
-            groups.append([cand])
     found: list[Detected] = []
-    for number, group in enumerate(groups):
-        first = group[0]
+    for number, group in enumerate(_lined_up([c for c, _ in radios])):
         options = [labels.label_for(c) for c in group]
-        question = labels.left_of(first.box, 260) if len(group) > 1 else options[0]
-        if question in options:
-            question = None
-        question = question or labels.above(_union([c.box for c in group]), 24) or options[0]
+        question = _question(group, options, labels)
         exports = unique_names([snake(o) or str(i) for i, o in enumerate(options)])
-        for cand, _label, export in zip(group, options, exports, strict=True):
+        for cand, export in zip(group, exports, strict=True):
             found.append(
                 Detected(
                     type="radio",
@@ -360,6 +355,46 @@ def _radio_groups(
                 )
             )
     return found
+
+
+def _lined_up(circles: list[Candidate]) -> list[list[Candidate]]:
+    """The circles in groups, in reading order: each joins the first group it follows on."""
+    groups: list[list[Candidate]] = []
+    ordered = sorted(circles, key=lambda c: (round((c.box[1] + c.box[3]) / 4), c.box[0]))
+    for cand in ordered:
+        group = _group_it_follows(groups, cand)
+        if group is None:
+            groups.append([cand])
+        else:
+            group.append(cand)
+    return groups
+
+
+def _group_it_follows(groups: list[list[Candidate]], cand: Candidate) -> list[Candidate] | None:
+    """The first group whose last circle ``cand`` follows in a row (same middle, to the
+    right) or in a column (same left, below); None when it starts a group of its own."""
+    middle = (cand.box[1] + cand.box[3]) / 2
+    for group in groups:
+        last = group[-1]
+        same_row = (
+            abs((last.box[1] + last.box[3]) / 2 - middle) <= 3
+            and 0 < cand.box[0] - last.box[2] <= 260
+        )
+        same_column = abs(last.box[0] - cand.box[0]) <= 3 and 0 < cand.box[1] - last.box[3] <= 26
+        if same_row or same_column:
+            return group
+    return None
+
+
+def _question(group: list[Candidate], options: list[str | None], labels: LabelIndex) -> str | None:
+    """A radio group's question: the text left of its first option, else the text above it.
+
+    A lone circle's own label asks the question; text that is one of the options does not.
+    """
+    question = labels.left_of(group[0].box, 260) if len(group) > 1 else options[0]
+    if question in options:
+        question = None
+    return question or labels.above(_union([c.box for c in group]), 24) or options[0]
 
 
 def _union(boxes: list[Box]) -> Box:

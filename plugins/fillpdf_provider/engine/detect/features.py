@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from fillpdf_provider.engine.detect.fields import NOT_FOR_YOU, Candidate, _CharIndex
+from fillpdf_provider.engine.detect.fields import NOT_FOR_YOU, Candidate, CharIndex
 from fillpdf_provider.engine.detect.labels import LabelIndex
 from fillpdf_provider.engine.detect.page import PageGeometry
 from fillpdf_provider.engine.detect.variants import VARIANTS
@@ -114,49 +114,20 @@ def page_features(
     found_labels: list[str | None] = []
     if n == 0:
         return x.astype(np.float32), found_labels
-    chars = _CharIndex(geo.char_boxes)
+    chars = CharIndex(geo.char_boxes)
     boxes = np.array([c.box for c in candidates], dtype=np.float64)
     width = np.maximum(boxes[:, 2] - boxes[:, 0], 0.01)
     height = np.maximum(boxes[:, 3] - boxes[:, 1], 0.01)
     page_w, page_h = max(geo.width, 1.0), max(geo.height, 1.0)
     for i, cand in enumerate(candidates):
         row = x[i]
-        if cand.kind in KINDS:
-            row[INDEX[f"kind={cand.kind}"]] = 1
-        if cand.cue in CUES:
-            row[INDEX[f"cue={cand.cue}"]] = 1
-        for flag in cand.flags:
-            if flag in FLAGS:
-                row[INDEX[f"flag={flag}"]] = 1
-        if cand.variant:
-            row[INDEX[f"variant={cand.variant}"]] = 1
-        row[INDEX["flagged"]] = 1 if cand.flags else 0
-        row[INDEX["rule_confidence"]] = cand.confidence
-        row[INDEX["multiline"]] = 1 if cand.multiline else 0
-        row[INDEX["max_length"]] = cand.max_length or 0
-        x0, top, x1, bottom = cand.box
-        if cand.region is not None:
-            row[INDEX["region_width"]] = cand.region[2] - cand.region[0]
-            row[INDEX["region_height"]] = cand.region[3] - cand.region[1]
-            row[INDEX["chars_inside_region"]] = len(chars.inside(cand.region, 0.8))
-        row[INDEX["chars_inside"]] = len(chars.inside(cand.box, 0.8))
-        row[INDEX["chars_left_20"]] = len(chars.inside((x0 - 20, top, x0, bottom), 0.0))
-        row[INDEX["chars_above_14"]] = len(chars.inside((x0, top - 14, x1, top), 0.0))
-        row[INDEX["chars_below_10"]] = len(chars.inside((x0, bottom, x1, bottom + 10), 0.0))
+        _one_hot(row, cand)
+        _rule_features(row, cand)
+        _print_around(row, cand, chars)
         label, place = labels.label_and_place(cand)
         found_labels.append(label)
         if label:
-            row[INDEX["has_label"]] = 1
-            row[INDEX[f"label_place={place}"]] = 1
-            row[INDEX["label_length"]] = len(label)
-            row[INDEX["label_words"]] = len(label.split())
-            stripped = label.strip("().: ")
-            row[INDEX["label_is_number"]] = 1 if stripped[:4].replace(".", "").isdigit() else 0
-            row[INDEX["label_colon"]] = 1 if label.rstrip().endswith(":") else 0
-            row[INDEX["label_date"]] = 1 if _DATE.search(label) else 0
-            row[INDEX["label_signature"]] = 1 if _SIGNATURE.search(label) else 0
-            row[INDEX["label_money"]] = 1 if _MONEY.search(label) else 0
-            row[INDEX["label_not_for_you"]] = 1 if NOT_FOR_YOU.search(label) else 0
+            _label_features(row, label, place)
     x[:, INDEX["width"]] = width
     x[:, INDEX["height"]] = height
     x[:, INDEX["aspect"]] = width / height
@@ -171,6 +142,55 @@ def page_features(
     x[:, INDEX["page_squares"]] = len(geo.squares) + len(geo.circles) + len(geo.glyph_boxes)
     _neighbour_features(x, boxes, width, height, candidates)
     return x.astype(np.float32), found_labels
+
+
+def _one_hot(row: np.ndarray, cand: Candidate) -> None:
+    """The candidate's kind, cue, flags and variant, one column each (unknown ones: none)."""
+    if cand.kind in KINDS:
+        row[INDEX[f"kind={cand.kind}"]] = 1
+    if cand.cue in CUES:
+        row[INDEX[f"cue={cand.cue}"]] = 1
+    for flag in cand.flags:
+        if flag in FLAGS:
+            row[INDEX[f"flag={flag}"]] = 1
+    if cand.variant:
+        row[INDEX[f"variant={cand.variant}"]] = 1
+
+
+def _rule_features(row: np.ndarray, cand: Candidate) -> None:
+    """What the rules said of the candidate: flagged or not, how sure, multiline, comb."""
+    row[INDEX["flagged"]] = 1 if cand.flags else 0
+    row[INDEX["rule_confidence"]] = cand.confidence
+    row[INDEX["multiline"]] = 1 if cand.multiline else 0
+    row[INDEX["max_length"]] = cand.max_length or 0
+
+
+def _print_around(row: np.ndarray, cand: Candidate, chars: CharIndex) -> None:
+    """The size of the candidate's cell, and how many chars are printed in and around it."""
+    x0, top, x1, bottom = cand.box
+    if cand.region is not None:
+        row[INDEX["region_width"]] = cand.region[2] - cand.region[0]
+        row[INDEX["region_height"]] = cand.region[3] - cand.region[1]
+        row[INDEX["chars_inside_region"]] = len(chars.inside(cand.region, 0.8))
+    row[INDEX["chars_inside"]] = len(chars.inside(cand.box, 0.8))
+    row[INDEX["chars_left_20"]] = len(chars.inside((x0 - 20, top, x0, bottom), 0.0))
+    row[INDEX["chars_above_14"]] = len(chars.inside((x0, top - 14, x1, top), 0.0))
+    row[INDEX["chars_below_10"]] = len(chars.inside((x0, bottom, x1, bottom + 10), 0.0))
+
+
+def _label_features(row: np.ndarray, label: str, place: str) -> None:
+    """Where the label was found and what it reads like (a number, a date, money...)."""
+    row[INDEX["has_label"]] = 1
+    row[INDEX[f"label_place={place}"]] = 1
+    row[INDEX["label_length"]] = len(label)
+    row[INDEX["label_words"]] = len(label.split())
+    stripped = label.strip("().: ")
+    row[INDEX["label_is_number"]] = 1 if stripped[:4].replace(".", "").isdigit() else 0
+    row[INDEX["label_colon"]] = 1 if label.rstrip().endswith(":") else 0
+    row[INDEX["label_date"]] = 1 if _DATE.search(label) else 0
+    row[INDEX["label_signature"]] = 1 if _SIGNATURE.search(label) else 0
+    row[INDEX["label_money"]] = 1 if _MONEY.search(label) else 0
+    row[INDEX["label_not_for_you"]] = 1 if NOT_FOR_YOU.search(label) else 0
 
 
 def _neighbour_features(

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, Segment
+from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, Segment, Word
 
 MAX_CELL_HEIGHT = 150.0
 MAX_BUTTONS_PER_PAGE = 400  # the busiest real form page has about 100
@@ -52,14 +53,18 @@ class Candidate:
     variant: str = ""  # another reading of the same cue (see variants.py); "" for the rules' own
 
 
-class _CharIndex:
-    """Char boxes sorted by top, to ask "is there text in this box?" cheaply."""
+class CharIndex:
+    """Char boxes sorted by top, to ask "is there text in this box?" cheaply.
+
+    The candidate finders, the variants and the features all ask it.
+    """
 
     def __init__(self, boxes: list[Box]) -> None:
         self.boxes = sorted(boxes, key=lambda b: b[1])
         self.tops = [b[1] for b in self.boxes]
 
     def inside(self, box: Box, margin: float = 0.5) -> list[Box]:
+        """The chars whose centre is in ``box``, at least ``margin`` inside its edges."""
         x0, top, x1, bottom = box
         lo = bisect.bisect_left(self.tops, top - 40)
         hi = bisect.bisect_right(self.tops, bottom)
@@ -74,7 +79,7 @@ class _CharIndex:
 class _WordIndex:
     """Words sorted by bottom, to read the heading printed over a cell."""
 
-    def __init__(self, words: list) -> None:
+    def __init__(self, words: list[Word]) -> None:
         self.words = sorted(words, key=lambda w: w.bottom)
         self.bottoms = [w.bottom for w in self.words]
 
@@ -120,14 +125,15 @@ class _Grid:
         return list(seen)
 
 
-class _SegmentIndex:
-    """Segments sorted by their fixed coordinate."""
+class SegmentIndex:
+    """Segments sorted by their fixed coordinate, to find the rules in a band quickly."""
 
     def __init__(self, segments: list[Segment]) -> None:
         self.items = sorted(segments, key=lambda s: s.at)
         self.keys = [s.at for s in self.items]
 
     def between(self, lo: float, hi: float) -> list[Segment]:
+        """The segments whose fixed coordinate is in ``[lo, hi]``, in that order."""
         return self.items[bisect.bisect_left(self.keys, lo) : bisect.bisect_right(self.keys, hi)]
 
 
@@ -137,9 +143,26 @@ def find_candidates(geo: PageGeometry, *, complete: bool, pool: bool = False) ->
     With ``pool`` every candidate comes back, each with the ``flags`` of the rules that
     would set it aside; without it only the unflagged ones (the rule-based detector).
     """
-    chars = _CharIndex(geo.char_boxes)
-    horizontal = _SegmentIndex([s for s in geo.horizontal if s.b - s.a >= 8])
-    vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 3])
+    found = _cue_candidates(geo, complete=complete, pool=pool)
+    _flag_header_rows(found)
+    _flag_row_headings(found)
+    _flag_hatched(found, geo.hatches)
+    kept = _flag_overlaps([c for c in found if not c.flags])
+    _flag_text_over_buttons(kept)
+    _flag_shaded(kept, geo.fills)
+    if pool:
+        return found
+    return _most_confident([c for c in kept if not c.flags])
+
+
+def _cue_candidates(geo: PageGeometry, *, complete: bool, pool: bool) -> list[Candidate]:
+    """A candidate for every drawn cue: buttons, ruled spaces, combs, lined areas, blanks.
+
+    With ``pool`` every closed cell is a candidate of its own as well.
+    """
+    chars = CharIndex(geo.char_boxes)
+    horizontal = SegmentIndex([s for s in geo.horizontal if s.b - s.a >= 8])
+    vertical = SegmentIndex([s for s in geo.vertical if s.b - s.a >= 3])
     found: list[Candidate] = []
     buttons = _buttons(geo, chars, complete)
     if len(buttons) > MAX_BUTTONS_PER_PAGE:
@@ -153,20 +176,21 @@ def find_candidates(geo: PageGeometry, *, complete: bool, pool: bool = False) ->
     found.extend(_underscores(geo, chars))
     if pool:
         found.extend(_whole_cells(cells, found))
-    _flag_header_rows(found)
-    _flag_row_headings(found)
-    _flag_hatched(found, geo.hatches)
-    alive = [c for c in found if not c.flags]
+    return found
+
+
+def _flag_overlaps(alive: list[Candidate]) -> list[Candidate]:
+    """Keep the best of overlapping candidates; flag the others, which the pool keeps."""
     kept = _drop_overlaps(alive)
     survivors = {id(c) for c in kept}
     for cand in alive:
         if id(cand) not in survivors:
             cand.flags.add("overlap")
-    _flag_text_over_buttons(kept)
-    _flag_shaded(kept, geo.fills)
-    if pool:
-        return found
-    found = [c for c in kept if not c.flags]
+    return kept
+
+
+def _most_confident(found: list[Candidate]) -> list[Candidate]:
+    """At most ``MAX_FIELDS_PER_PAGE`` fields, the most confident ones."""
     if len(found) > MAX_FIELDS_PER_PAGE:
         found = sorted(found, key=lambda c: -c.confidence)[:MAX_FIELDS_PER_PAGE]
     return found
@@ -181,30 +205,37 @@ def _whole_cells(cells: list[Box], found: list[Candidate]) -> list[Candidate]:
     have = {tuple(round(v) for v in c.box) for c in found}
     made: list[Candidate] = []
     for box in cells:
-        x0, top, x1, bottom = box
-        width, height = x1 - x0, bottom - top
+        height = box[3] - box[1]
         key = tuple(round(v) for v in box)
         if key in have or height < 5 or height > MAX_CELL_HEIGHT:
             continue
         have.add(key)
-        square = abs(width - height) <= 0.3 * max(width, height)
-        if square and width <= 20:
-            cand = Candidate("checkbox", box, "cell", 0.5, variant="cell-full")
-        elif width >= MIN_FIELD_WIDTH:
-            multiline = height > SINGLE_LINE_MAX and width >= MULTILINE_MIN_WIDTH
-            cand = Candidate("text", box, "cell", 0.5, multiline=multiline, variant="cell-full")
-            cand.region = box
-        else:
-            continue
-        cand.flags.add("whole_cell")
-        made.append(cand)
+        cand = _whole_cell(box)
+        if cand is not None:
+            cand.flags.add("whole_cell")
+            made.append(cand)
     return made
+
+
+def _whole_cell(box: Box) -> Candidate | None:
+    """A cell read whole: a small square one is a box to tick, a wide one a text field."""
+    x0, top, x1, bottom = box
+    width, height = x1 - x0, bottom - top
+    square = abs(width - height) <= 0.3 * max(width, height)
+    if square and width <= 20:
+        return Candidate("checkbox", box, "cell", 0.5, variant="cell-full")
+    if width >= MIN_FIELD_WIDTH:
+        multiline = height > SINGLE_LINE_MAX and width >= MULTILINE_MIN_WIDTH
+        cand = Candidate("text", box, "cell", 0.5, multiline=multiline, variant="cell-full")
+        cand.region = box
+        return cand
+    return None
 
 
 # -- buttons ---------------------------------------------------------------------------
 
 
-def _buttons(geo: PageGeometry, chars: _CharIndex, complete: bool) -> list[Candidate]:
+def _buttons(geo: PageGeometry, chars: CharIndex, complete: bool) -> list[Candidate]:
     found: list[Candidate] = []
     boxes = [(b, "square") for b in geo.squares] + [(b, "circle") for b in geo.circles]
     if complete:
@@ -259,9 +290,9 @@ def _dedupe_boxes(boxes: list[tuple[Box, str]]) -> list[tuple[Box, str]]:
 
 def _regions(
     geo: PageGeometry,
-    horizontal: _SegmentIndex,
-    vertical: _SegmentIndex,
-    chars: _CharIndex,
+    horizontal: SegmentIndex,
+    vertical: SegmentIndex,
+    chars: CharIndex,
     words: _WordIndex,
     cells: list[Box] | None = None,
 ) -> list[Candidate]:
@@ -288,7 +319,7 @@ def _regions(
     return found
 
 
-def _side_walls(vertical: _SegmentIndex, a: float, b: float, y: float) -> int:
+def _side_walls(vertical: SegmentIndex, a: float, b: float, y: float) -> int:
     """How many of the interval's ends have a vertical rule rising from the baseline."""
     walls = 0
     for end in (a, b):
@@ -297,7 +328,7 @@ def _side_walls(vertical: _SegmentIndex, a: float, b: float, y: float) -> int:
     return min(walls, 2)
 
 
-def _ceiling(horizontal: _SegmentIndex, a: float, b: float, y: float) -> float | None:
+def _ceiling(horizontal: SegmentIndex, a: float, b: float, y: float) -> float | None:
     """The nearest rule above ``y`` that covers most of ``[a, b]``."""
     best = None
     for seg in horizontal.between(y - MAX_CELL_HEIGHT, y - 4.0):
@@ -308,8 +339,8 @@ def _ceiling(horizontal: _SegmentIndex, a: float, b: float, y: float) -> float |
 
 def _region(
     geo: PageGeometry,
-    vertical: _SegmentIndex,
-    chars: _CharIndex,
+    vertical: SegmentIndex,
+    chars: CharIndex,
     words: _WordIndex,
     a: float,
     b: float,
@@ -317,94 +348,140 @@ def _region(
     top: float | None,
     walls: int,
 ) -> list[Candidate]:
-    width = b - a
+    """The candidates of the space over ``[a, b]`` on the rule at ``y``.
+
+    A space closed above (``top``) and on a side (``walls``) is a cell; any other is a line
+    to write on.
+    """
     if top is not None and walls >= 1:
-        height = y - top
-        box = (a, top, b, y)
-        if width <= 40 and height <= 20 and words.heading(box).lower() in _ANSWER_HEADINGS:
-            # A cell under a "Yes" or "No" column heading holds a box to tick.
-            return [] if chars.inside(box, 1.0) else [_answer_box(box)]
-        if width <= 28 and height <= 30:
-            inside = chars.inside(box, 1.0)
-            return [] if inside else [Candidate("_comb_cell", box, "cell", 0.8)]
-        if width <= 36 and height <= 36 and abs(width - height) <= 0.35 * max(width, height):
-            return [] if chars.inside(box, 1.0) else [_cell_field(box)]
-        return _cell(chars, box)
-    if width < MIN_FIELD_WIDTH:
+        return _closed_cell(chars, words, (a, top, b, y))
+    if b - a < MIN_FIELD_WIDTH:
         return []
     found = _underline(geo, vertical, chars, a, b, y, top)
     return [found] if found is not None else []
 
 
-def _cell(chars: _CharIndex, box: Box) -> list[Candidate]:
+def _closed_cell(chars: CharIndex, words: _WordIndex, box: Box) -> list[Candidate]:
+    """A ruled cell's candidates, by its size: a small cell is a box or a comb's cell."""
+    width, height = box[2] - box[0], box[3] - box[1]
+    if width <= 40 and height <= 20 and words.heading(box).lower() in _ANSWER_HEADINGS:
+        # A cell under a "Yes" or "No" column heading holds a box to tick.
+        return _if_blank(chars, box, _answer_box)
+    if width <= 28 and height <= 30:
+        return _if_blank(chars, box, _comb_cell)
+    if _squarish(width, height):
+        return _if_blank(chars, box, _cell_field)
+    return _cell(chars, box)
+
+
+def _if_blank(chars: CharIndex, box: Box, make: Callable[[Box], Candidate]) -> list[Candidate]:
+    """``make(box)``, unless something is printed in the small cell (then it is no field)."""
+    return [] if chars.inside(box, 1.0) else [make(box)]
+
+
+def _comb_cell(box: Box) -> Candidate:
+    """One cell of a possible comb: ``_combs`` joins runs of them, or keeps each alone."""
+    return Candidate("_comb_cell", box, "cell", 0.8)
+
+
+def _squarish(width: float, height: float) -> bool:
+    """Small and nearly square: a cell that holds a box to tick."""
+    return width <= 36 and height <= 36 and abs(width - height) <= 0.35 * max(width, height)
+
+
+def _cell(chars: CharIndex, box: Box) -> list[Candidate]:
     found = _cell_fields(chars, box)
     for cand in found:
         cand.region = box
     return found
 
 
-def _cell_fields(chars: _CharIndex, box: Box) -> list[Candidate]:
+def _cell_fields(chars: CharIndex, box: Box) -> list[Candidate]:
+    """The fields of a larger cell: all of it when empty, else the room its print leaves."""
     x0, top, x1, bottom = box
     width, height = x1 - x0, bottom - top
     if width < MIN_FIELD_WIDTH or height < 6:
         return []
     inside = chars.inside(box, 0.8)
     if not inside:
-        if height > SINGLE_LINE_MAX and width >= MULTILINE_MIN_WIDTH:
-            return [Candidate("text", box, "cell", 0.85, multiline=True)]
-        # A single-line field sits at the bottom of a tall cell.
-        return [Candidate("text", (x0, bottom - min(height, LINE_HEIGHT), x1, bottom), "cell", 0.9)]
+        return [_empty_cell_field(box)]
     text_bottom = max(c[3] for c in inside)
-    text_top = min(c[1] for c in inside)
     # A label along the top of the cell: the field is the space under it.
     if text_bottom <= top + 0.6 * height and bottom - text_bottom >= 8:
-        return [
-            Candidate(
-                "text",
-                (x0, text_bottom + 0.5, x1, bottom),
-                "cell-below-label",
-                0.75,
-                multiline=bottom - text_bottom > 34,
-            )
-        ]
-    if text_top < top - 1:
-        return []
-    gaps = _gaps(inside, x0, x1)
-    if len(inside) == 1 and inside[0][2] - inside[0][0] <= 6.0:
-        # Only a separator inside ("." between dollars and cents, "-" in a number): each
-        # side is a field.
-        wide = [g for g in gaps if g[1] - g[0] >= 16.0]
-    else:
-        # A label at the left, a suffix such as "00" at the right: the widest gap is the field.
-        widest = max(gaps, key=lambda g: g[1] - g[0])
-        wide = [widest] if widest[1] - widest[0] >= max(28.0, 0.35 * width) else []
-    # Beside its label, a field takes the cell's height.
+        return [_field_below_label(box, text_bottom)]
+    if min(c[1] for c in inside) < top - 1:
+        return []  # print sticks out above the cell: not a cell to write in
+    return _fields_beside_print(box, inside)
+
+
+def _field_below_label(box: Box, text_bottom: float) -> Candidate:
+    """The space under a label printed along the top of a cell."""
+    x0, _top, x1, bottom = box
+    return Candidate(
+        "text",
+        (x0, text_bottom + 0.5, x1, bottom),
+        "cell-below-label",
+        0.75,
+        multiline=bottom - text_bottom > 34,
+    )
+
+
+def _fields_beside_print(box: Box, inside: list[Box]) -> list[Candidate]:
+    """Beside its label (or before a suffix), a field takes the cell's height."""
+    x0, top, x1, bottom = box
     return [
         Candidate(
             "text",
             (g[0], top, g[1], bottom),
             "cell-after-label" if g[0] > x0 + 1 else "cell-before-text",
             0.7,
-            multiline=height > SINGLE_LINE_MAX,
+            multiline=bottom - top > SINGLE_LINE_MAX,
         )
-        for g in wide
+        for g in _blanks_beside_print(inside, x0, x1)
     ]
 
 
-def _gaps(chars: list[Box], x0: float, x1: float) -> list[tuple[float, float]]:
-    """The stretches of ``[x0, x1]`` that no char covers (with a little air)."""
+def _empty_cell_field(box: Box) -> Candidate:
+    """An empty cell: a large one is a multiline field, else one line at its bottom."""
+    x0, top, x1, bottom = box
+    width, height = x1 - x0, bottom - top
+    if height > SINGLE_LINE_MAX and width >= MULTILINE_MIN_WIDTH:
+        return Candidate("text", box, "cell", 0.85, multiline=True)
+    # A single-line field sits at the bottom of a tall cell.
+    return Candidate("text", (x0, bottom - min(height, LINE_HEIGHT), x1, bottom), "cell", 0.9)
+
+
+def _blanks_beside_print(inside: list[Box], x0: float, x1: float) -> list[tuple[float, float]]:
+    """The stretches of a cell's width left to write in beside what is printed in it."""
+    free = gaps(inside, x0, x1)
+    if len(inside) == 1 and inside[0][2] - inside[0][0] <= 6.0:
+        # Only a separator inside ("." between dollars and cents, "-" in a number): each
+        # side is a field.
+        return [g for g in free if g[1] - g[0] >= 16.0]
+    # A label at the left, a suffix such as "00" at the right: the widest gap is the field.
+    widest = max(free, key=lambda g: g[1] - g[0])
+    return [widest] if widest[1] - widest[0] >= max(28.0, 0.35 * (x1 - x0)) else []
+
+
+def gaps(chars: list[Box], x0: float, x1: float) -> list[tuple[float, float]]:
+    """The stretches of ``[x0, x1]`` that no char covers (with a little air).
+
+    Never empty: ``[(x0, x0)]`` when the print covers it all, so that callers can take the
+    widest.
+    """
     spans = sorted((c[0] - 2.0, c[2] + 2.0) for c in chars)
-    gaps, cursor = [], x0
+    found: list[tuple[float, float]] = []
+    cursor = x0
     for start, end in spans:
         if start > cursor:
-            gaps.append((cursor, start))
+            found.append((cursor, start))
         cursor = max(cursor, end)
     if x1 > cursor:
-        gaps.append((cursor, x1))
-    return gaps or [(x0, x0)]
+        found.append((cursor, x1))
+    return found or [(x0, x0)]
 
 
-def _box_below(vertical: _SegmentIndex, a: float, b: float, y: float) -> bool:
+def _box_below(vertical: SegmentIndex, a: float, b: float, y: float) -> bool:
     """Whether rules drop from the ends of ``[a, b]`` at ``y`` (a box hangs below it)."""
     for end in (a, b):
         if any(v.a <= y + 1.5 and v.b >= y + 4 for v in vertical.between(end - 1.5, end + 1.5)):
@@ -414,8 +491,8 @@ def _box_below(vertical: _SegmentIndex, a: float, b: float, y: float) -> bool:
 
 def _underline(
     geo: PageGeometry,
-    vertical: _SegmentIndex,
-    chars: _CharIndex,
+    vertical: SegmentIndex,
+    chars: CharIndex,
     a: float,
     b: float,
     y: float,
@@ -432,13 +509,13 @@ def _underline(
         return Candidate("text", box, "underline", 0.8)
     if sum(c[2] - c[0] for c in inside) <= 0.12 * (b - a):
         # A "$" or a short prefix on the line: the blank is what stays free.
-        gap = max(_gaps(inside, a, b), key=lambda g: g[1] - g[0])
+        gap = max(gaps(inside, a, b), key=lambda g: g[1] - g[0])
         if gap[1] - gap[0] >= max(MIN_FIELD_WIDTH * 2, 0.6 * (b - a)):
             return Candidate("text", (gap[0], y - height, gap[1], y), "underline-after-mark", 0.7)
     return None  # text written on a rule: a heading or a table row
 
 
-def _combs(regions: list[Candidate], chars: _CharIndex) -> list[Candidate]:
+def _combs(regions: list[Candidate], chars: CharIndex) -> list[Candidate]:
     """Runs of small equal cells on one baseline are one field; a lone square is a checkbox.
 
     Groups of cells a little apart (an SSN's 3-2-4, the thousands of an amount) stay one
@@ -483,7 +560,7 @@ def _combs(regions: list[Candidate], chars: _CharIndex) -> list[Candidate]:
     return found
 
 
-def _printed_between(left: Box, right: Box, chars: _CharIndex) -> bool:
+def _printed_between(left: Box, right: Box, chars: CharIndex) -> bool:
     """Whether a dash or other mark stands between two cells (separate numbers, as an EIN)."""
     if right[0] - left[2] < 2.0:
         return False
@@ -503,7 +580,7 @@ def _cell_field(box: Box) -> Candidate:
     """A small cell alone: a square one is a box to tick, drawn a little inside the cell."""
     x0, top, x1, bottom = box
     width, height = x1 - x0, bottom - top
-    if width <= 36 and height <= 36 and abs(width - height) <= 0.35 * max(width, height):
+    if _squarish(width, height):
         if width <= 16:
             return Candidate("checkbox", box, "cell", 0.75)
         side = 0.7 * min(width, height)
@@ -514,7 +591,7 @@ def _cell_field(box: Box) -> Candidate:
     return Candidate("text", box, "cell", 0.75)
 
 
-def _headed_columns(run: list[Candidate], chars: _CharIndex) -> bool:
+def _headed_columns(run: list[Candidate], chars: CharIndex) -> bool:
     """Whether most cells of a run have a heading of their own printed just above them."""
     headed = 0
     for cell in run:
@@ -536,28 +613,33 @@ def _lined_areas(regions: list[Candidate]) -> list[Candidate]:
         columns.setdefault((round(line.box[0] / 2), round(line.box[2] / 2)), []).append(line)
     for stack in columns.values():
         stack.sort(key=lambda c: c.box[3])
-        run: list[Candidate] = []
-        for line in [*stack, None]:
-            if line is not None and run and 10.0 <= line.box[3] - run[-1].box[3] <= 28.0:
-                run.append(line)
-                continue
+        for run in _evenly_spaced_runs(stack):
             if len(run) >= 4:
-                x0, top, x1, _ = run[0].box
-                others.append(
-                    Candidate(
-                        "text", (x0, top, x1, run[-1].box[3]), "lined-area", 0.8, multiline=True
-                    )
-                )
-                for each in run:
-                    each.flags.add("in_lined_area")  # the pool keeps each line as well
-                others.extend(run)
-            else:
-                others.extend(run)
-            run = [line] if line is not None else []
+                others.append(_lined_area(run))
+            others.extend(run)
     return others
 
 
-def _underscores(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
+def _evenly_spaced_runs(stack: list[Candidate]) -> list[list[Candidate]]:
+    """Lines of one column, top down, cut where the next is not at a writing pitch below."""
+    runs: list[list[Candidate]] = []
+    for line in stack:
+        if runs and 10.0 <= line.box[3] - runs[-1][-1].box[3] <= 28.0:
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+    return runs
+
+
+def _lined_area(run: list[Candidate]) -> Candidate:
+    """One multiline field over a run of lines; each line is flagged, as the pool keeps it."""
+    x0, top, x1, _ = run[0].box
+    for each in run:
+        each.flags.add("in_lined_area")
+    return Candidate("text", (x0, top, x1, run[-1].box[3]), "lined-area", 0.8, multiline=True)
+
+
+def _underscores(geo: PageGeometry, chars: CharIndex) -> list[Candidate]:
     """Blanks typed as text: runs of underscores."""
     found = []
     for (x0, _top, x1, bottom), size in geo.underscores:
@@ -607,35 +689,49 @@ def _flag_text_over_buttons(found: list[Candidate]) -> None:
 
 def _flag_header_rows(found: list[Candidate]) -> None:
     """A labelled cell over an empty cell of the same column is a table heading."""
-    empty = [c.region for c in found if c.cue == "cell" and c.region is not None and not c.variant]
+    empty = _empty_cells(found)
     if not empty:
         return
     for cand in found:
-        if cand.region is None or cand.cue not in (
-            "cell-after-label",
-            "cell-before-text",
-            "cell-below-label",
-        ):
+        if cand.region is None or cand.cue not in _LABELLED_CELL_CUES:
             continue
-        x0, _, x1, bottom = cand.region
-        for other in empty:
-            if abs(other[0] - x0) <= 2 and abs(other[2] - x1) <= 2 and abs(other[1] - bottom) <= 2:
-                cand.flags.add("header_row")
-                break
+        if _cell_right_below(cand.region, empty):
+            cand.flags.add("header_row")
+
+
+_LABELLED_CELL_CUES = ("cell-after-label", "cell-before-text", "cell-below-label")
+
+
+def _empty_cells(found: list[Candidate]) -> list[Box]:
+    """The ruled cells the rules read as empty (the rules' own reading, not a variant)."""
+    return [c.region for c in found if c.cue == "cell" and c.region is not None and not c.variant]
+
+
+def _cell_right_below(cell: Box, others: list[Box]) -> bool:
+    """Whether one of ``others`` is the cell just under ``cell``, in the same column."""
+    x0, _, x1, bottom = cell
+    for other in others:
+        if abs(other[0] - x0) <= 2 and abs(other[2] - x1) <= 2 and abs(other[1] - bottom) <= 2:
+            return True
+    return False
 
 
 def _flag_row_headings(found: list[Candidate]) -> None:
     """A labelled cell that starts a table row of two or more empty cells heads that row."""
-    empty = [c.region for c in found if c.cue == "cell" and c.region is not None and not c.variant]
+    empty = _empty_cells(found)
     for cand in found:
         if cand.cue != "cell-after-label" or cand.region is None:
             continue
-        _x0, top, x1, bottom = cand.region
-        row = [
-            o for o in empty if abs(o[1] - top) <= 2 and abs(o[3] - bottom) <= 2 and o[0] >= x1 - 2
-        ]
-        if len(row) >= 2:
+        if len(_cells_further_in_row(cand.region, empty)) >= 2:
             cand.flags.add("row_heading")
+
+
+def _cells_further_in_row(cell: Box, others: list[Box]) -> list[Box]:
+    """Those of ``others`` in the same table row as ``cell``, to its right."""
+    _x0, top, x1, bottom = cell
+    return [
+        o for o in others if abs(o[1] - top) <= 2 and abs(o[3] - bottom) <= 2 and o[0] >= x1 - 2
+    ]
 
 
 def _flag_hatched(found: list[Candidate], hatches: list[tuple[float, float]]) -> None:
@@ -665,14 +761,19 @@ def _flag_shaded(found: list[Candidate], fills: list[tuple[Box, bool]]) -> None:
     for cand in found:
         if cand.kind in ("checkbox", "radio") or cand.cue == "comb":
             continue  # boxes drawn on a tinted strip are still boxes to fill
-        x0, top, x1, bottom = cand.box
-        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
-        topmost = None
-        for s, tinted in fills:
-            if s[0] <= cx <= s[2] and s[1] <= cy <= s[3] and s[2] - s[0] >= 0.8 * (x1 - x0):
-                topmost = tinted
-        if topmost:
+        if _topmost_fill_tinted(cand.box, fills):
             cand.flags.add("shaded")
+
+
+def _topmost_fill_tinted(box: Box, fills: list[tuple[Box, bool]]) -> bool:
+    """Whether the last fill painted under the box's centre, about as wide as it, is tinted."""
+    x0, top, x1, bottom = box
+    cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+    topmost = False
+    for s, tinted in fills:
+        if s[0] <= cx <= s[2] and s[1] <= cy <= s[3] and s[2] - s[0] >= 0.8 * (x1 - x0):
+            topmost = tinted
+    return topmost
 
 
 def _shared(a: Box, b: Box) -> float:
@@ -718,4 +819,4 @@ def typed(kind: str, label: str | None) -> str:
     return kind
 
 
-__all__ = ["Candidate", "Line", "find_candidates", "typed"]
+__all__ = ["Candidate", "CharIndex", "Line", "SegmentIndex", "find_candidates", "gaps", "typed"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
+from collections.abc import Callable
 
 from fillpdf_provider.engine.detect.fields import Candidate
 from fillpdf_provider.engine.detect.page import Box, Line
@@ -40,6 +41,7 @@ class LabelIndex:
         """The label and where it was found: right, left, inside, above, far-left, below."""
         _x0, top, _x1, bottom = cand.box
         height = bottom - top
+        tries: tuple[tuple[str, Callable[[], str | None]], ...]
         if cand.kind in ("checkbox", "radio"):
             tries = (
                 ("right", lambda: self._right_of(cand.box)),
@@ -77,7 +79,7 @@ class LabelIndex:
         for line in self.near(top - 30, bottom + 2):
             if not line.top - 3 <= middle <= line.bottom + 6:
                 continue
-            for _word_start, text, word_end in _phrases_with_end(line):
+            for _word_start, text, word_end in phrases_with_end(line):
                 gap = x0 - word_end
                 if -2 <= gap <= reach and (best is None or gap < best[0]):
                     best = (gap, text)
@@ -113,11 +115,15 @@ class LabelIndex:
 
 
 def _phrases(line: Line) -> list[tuple[float, str]]:
-    return [(start, text) for start, text, _ in _phrases_with_end(line)]
+    return [(start, text) for start, text, _ in phrases_with_end(line)]
 
 
-def _phrases_with_end(line: Line) -> list[tuple[float, str, float]]:
-    """A line cut where words stand far apart (label columns share a baseline)."""
+def phrases_with_end(line: Line) -> list[tuple[float, str, float]]:
+    """A line cut where words stand far apart (label columns share a baseline).
+
+    Each phrase is (start x, text, end x): labels are read from it, and the variants look
+    for the blank after each phrase.
+    """
     phrases: list[tuple[float, str, float]] = []
     words = line.words
     start = 0

@@ -16,11 +16,15 @@ import pypdfium2.raw as raw
 
 from fillpdf_provider.engine.detect.model import Rect
 from fillpdf_provider.engine.detect.page import (
+    Box,
+    Char,
     PageGeometry,
+    Point,
     Segment,
-    _is_square,
-    _merge,
-    _read_chars,
+    ToPdf,
+    is_square,
+    merge_segments,
+    read_chars,
 )
 
 _MAX_SEGMENTS = 200_000
@@ -28,7 +32,7 @@ _MAX_SEGMENTS = 200_000
 
 def read_pdfium_pages(
     pdf: bytes, max_pages: int | None = None
-) -> Iterator[tuple[int, PageGeometry, object]]:
+) -> Iterator[tuple[int, PageGeometry, ToPdf]]:
     document = pdfium.PdfDocument(pdf)
     try:
         for index in range(len(document)):
@@ -86,7 +90,7 @@ class _View:
         return (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
 
 
-def read_pdfium_page(pdf: bytes, index: int) -> tuple[PageGeometry, object]:
+def read_pdfium_page(pdf: bytes, index: int) -> tuple[PageGeometry, ToPdf]:
     """One page's geometry through PDFium (for pages too busy for pdfminer)."""
     document = pdfium.PdfDocument(pdf)
     try:
@@ -99,7 +103,7 @@ def read_pdfium_page(pdf: bytes, index: int) -> tuple[PageGeometry, object]:
         document.close()
 
 
-def _read(page: pdfium.PdfPage) -> tuple[PageGeometry, object]:
+def _read(page: pdfium.PdfPage) -> tuple[PageGeometry, ToPdf]:
     view = _View(page)
     geo = PageGeometry(*view.size)
     _chars(page, geo, view)
@@ -108,8 +112,8 @@ def _read(page: pdfium.PdfPage) -> tuple[PageGeometry, object]:
         _path(obj, geo, view, budget)
         if budget[0] <= 0:
             break
-    geo.horizontal = _merge(geo.horizontal)
-    geo.vertical = _merge(geo.vertical)
+    geo.horizontal = merge_segments(geo.horizontal)
+    geo.vertical = merge_segments(geo.vertical)
     return geo, view.to_pdf
 
 
@@ -121,7 +125,7 @@ def _chars(page: pdfium.PdfPage, geo: PageGeometry, view: _View) -> None:
         handle = textpage.raw
         left, right, bottom, top = (ctypes.c_double() for _ in range(4))
         ox, oy = ctypes.c_double(), ctypes.c_double()
-        chars = []
+        chars: list[Char] = []
         for i in range(min(count, len(text))):
             if not raw.FPDFText_GetCharBox(handle, i, left, right, bottom, top):
                 continue
@@ -143,7 +147,7 @@ def _chars(page: pdfium.PdfPage, geo: PageGeometry, view: _View) -> None:
                     "fontname": "",
                 }
             )
-        _read_chars(geo, chars)
+        read_chars(geo, chars)
     finally:
         textpage.close()
 
@@ -189,41 +193,69 @@ def _shading(obj: pdfium.PdfObject, geo: PageGeometry, view: _View) -> bool:
         return False
     left, bottom, right, top = obj.get_bounds()
     box = view.box(left, bottom, right, top)
+    plain, alpha, level = _fill_colour(handle)
     area = (box[2] - box[0]) * (box[3] - box[1])
-    r, g, b, a = (ctypes.c_uint() for _ in range(4))
-    plain = raw.FPDFPageObj_GetFillColor(handle, r, g, b, a)
-    level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255 if plain else 0.0
-    if 4.0 < area < 0.2 * geo.width * geo.height and (not plain or a.value > 0):
+    if 4.0 < area < 0.2 * geo.width * geo.height and (not plain or alpha > 0):
         geo.fills.append((box, not plain or level < 0.97))  # no plain colour: a pattern
-    return not stroke.value and plain and a.value > 0 and level < 0.9
+    return bool(not stroke.value and plain and alpha > 0 and level < 0.9)
 
 
-def _subpath(
-    points: list[tuple[float, float]], curved: bool, geo: PageGeometry, solid: bool
-) -> None:
+def _fill_colour(handle: object) -> tuple[bool, int, float]:
+    """Whether a path has a plain fill colour, its alpha, and its lightness from 0 to 1.
+
+    A fill without a plain colour (a pattern or a shading) reads as dark (level 0).
+    """
+    r, g, b, a = (ctypes.c_uint() for _ in range(4))
+    plain = bool(raw.FPDFPageObj_GetFillColor(handle, r, g, b, a))
+    level = (0.3 * r.value + 0.59 * g.value + 0.11 * b.value) / 255 if plain else 0.0
+    return plain, a.value, level
+
+
+def _subpath(points: list[Point], curved: bool, geo: PageGeometry, solid: bool) -> None:
     """One subpath, its points already in viewer space (x right, top down)."""
     if len(points) < 2:
         return
     xs = [p[0] for p in points]
     ys = [p[1] for p in points]
     box = (min(xs), min(ys), max(xs), max(ys))
-    width, height = box[2] - box[0], box[3] - box[1]
     if curved:
-        if _is_square(width, height, 3.0, 18.0) and not solid:
-            geo.circles.append(box)
-        elif height <= 2.0 and width >= 2.0:
-            geo.horizontal.append(Segment(box[0], box[2], (box[1] + box[3]) / 2))
+        _curved_subpath(box, geo, solid)
         return
+    if _is_rectangle(points):
+        _rectangle(box, geo, solid)
+    _straight_pieces(points, geo)
+
+
+def _curved_subpath(box: Box, geo: PageGeometry, solid: bool) -> None:
+    """A curved subpath of tick-box size is a circle to choose; a flat one, a rule."""
+    width, height = box[2] - box[0], box[3] - box[1]
+    if is_square(width, height, 3.0, 18.0) and not solid:
+        geo.circles.append(box)
+    elif height <= 2.0 and width >= 2.0:
+        geo.horizontal.append(Segment(box[0], box[2], (box[1] + box[3]) / 2))
+
+
+def _is_rectangle(points: list[Point]) -> bool:
+    """Whether straight points make an upright rectangle: four corners on two x and two y."""
     corners = {(round(p[0], 1), round(p[1], 1)) for p in points}
-    if (
+    return (
         len(corners) == 4
         and len({c[0] for c in corners}) == 2
         and len({c[1] for c in corners}) == 2
-    ):
-        if _is_square(width, height) and not solid:
-            geo.squares.append(box)
-        elif width > 2 and height > 2:
-            geo.rect_boxes.append(box)
+    )
+
+
+def _rectangle(box: Box, geo: PageGeometry, solid: bool) -> None:
+    """A drawn rectangle: a box to tick when it is small and square, else a box to write in."""
+    width, height = box[2] - box[0], box[3] - box[1]
+    if is_square(width, height) and not solid:
+        geo.squares.append(box)
+    elif width > 2 and height > 2:
+        geo.rect_boxes.append(box)
+
+
+def _straight_pieces(points: list[Point], geo: PageGeometry) -> None:
+    """Each straight piece as a rule (level or upright) or a hatch mark (slanted)."""
     for (ax, ay), (bx, by) in itertools.pairwise(points):
         if abs(ay - by) <= 1.0 and abs(ax - bx) >= 2.0:
             geo.horizontal.append(Segment(min(ax, bx), max(ax, bx), (ay + by) / 2))

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -61,10 +62,12 @@ class Model:
         for _ in range(self.depth):
             go_right = ~(x[rows, self.feature[node]] <= self.threshold[node])
             node = self.children[2 * node + go_right]
-        raw = self.learning_rate * self.value[node].sum(axis=1)
+        raw: np.ndarray = self.learning_rate * self.value[node].sum(axis=1)
         if self.output == "identity":
-            return np.clip(raw, 0.0, 1.0)
-        return 1.0 / (1.0 + np.exp(-raw))
+            clipped: np.ndarray = np.clip(raw, 0.0, 1.0)
+            return clipped
+        logistic: np.ndarray = 1.0 / (1.0 + np.exp(-raw))
+        return logistic
 
     def keep_thresholds(self, x: np.ndarray, is_button: np.ndarray) -> np.ndarray:
         """Each candidate's keep threshold, by its kind and whether the rules keep it."""
@@ -76,10 +79,11 @@ class Model:
             return probability
         xs = np.array([k[0] for k in self.calibration])
         ys = np.array([k[1] for k in self.calibration])
-        return np.interp(probability, xs, ys)
+        mapped: np.ndarray = np.interp(probability, xs, ys)
+        return mapped
 
 
-def model_from_dict(data: dict) -> Model:
+def model_from_dict(data: dict[str, Any]) -> Model:
     """Build a ``Model`` from the JSON layout written by the trainer."""
     trees = data["trees"]
     feature: list[int] = []
@@ -136,7 +140,7 @@ def shipped_model() -> Model | None:
 def rule_kept(x: np.ndarray) -> np.ndarray:
     """Which candidates the rule-based detector keeps (no flag, the rules' own reading)."""
     x = np.asarray(x)
-    kept = x[:, INDEX["flagged"]] == 0
+    kept: np.ndarray = x[:, INDEX["flagged"]] == 0
     for name, column in INDEX.items():
         if name.startswith("variant=") or name in _NEW_CUES:
             kept &= x[:, column] == 0

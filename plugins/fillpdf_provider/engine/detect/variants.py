@@ -8,16 +8,11 @@ other plausible boxes, and the scorer keeps the likeliest of those that overlap.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from fillpdf_provider.engine.detect.fields import (
-    Candidate,
-    _CharIndex,
-    _gaps,
-    _SegmentIndex,
-)
-from fillpdf_provider.engine.detect.labels import _phrases_with_end
-from fillpdf_provider.engine.detect.page import Box, PageGeometry
+from fillpdf_provider.engine.detect.fields import Candidate, CharIndex, SegmentIndex, gaps
+from fillpdf_provider.engine.detect.labels import phrases_with_end
+from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry
 
 VARIANTS = (
     "blank-after-label",
@@ -39,7 +34,7 @@ _SQUARE_CUES = ("square", "circle", "cell", "answer-cell")
 
 def with_variants(geo: PageGeometry, pool: list[Candidate]) -> list[Candidate]:
     """The pool plus the other boxes its cues allow, and blanks that follow a label."""
-    chars = _CharIndex(geo.char_boxes)
+    chars = CharIndex(geo.char_boxes)
     extra: list[Candidate] = []
     for cand in pool:
         extra.extend(_alternatives(cand, chars))
@@ -84,85 +79,140 @@ def _variant(cand: Candidate, box: Box, name: str) -> Candidate:
     return replace(cand, box=box, flags=set(cand.flags), variant=name)
 
 
-def _alternatives(cand: Candidate, chars: _CharIndex) -> list[Candidate]:
-    x0, top, x1, bottom = cand.box
-    found: list[Candidate] = []
+def _alternatives(cand: Candidate, chars: CharIndex) -> list[Candidate]:
+    """The other boxes a candidate's cue allows: a button's other sizes, a text field's other
+    extents in its cell and other heights on its line."""
     if cand.kind in ("checkbox", "radio") and cand.cue in _SQUARE_CUES:
-        side = max(x1 - x0, bottom - top)
-        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
-        for name, factor in (("ink", 1 / 1.2), ("large", 1.5)):
-            half = side * factor / 2
-            found.append(_variant(cand, (cx - half, cy - half, cx + half, cy + half), name))
-        return found
+        return _button_sizes(cand)
     if cand.kind != "text":
-        return found
-    region = cand.region
-    if region is not None:
-        rx0, rtop, rx1, rbottom = region
-        if (x0, top, x1, bottom) != region:
-            found.append(_variant(cand, region, "cell-full"))
-        if rbottom - rtop > 22:
-            found.append(_variant(cand, (rx0, rbottom - 18.0, rx1, rbottom), "cell-line"))
-        inside = chars.inside(region, 0.8)
-        if inside:
-            # A mark at the left (a bullet, a line number, a "$"): the rest of the cell.
-            lefts = [c for c in inside if c[2] <= rx0 + 0.35 * (rx1 - rx0)]
-            if lefts and len(lefts) <= 6:
-                start = max(c[2] for c in lefts) + 1.0
-                if rx1 - start >= 14:
-                    found.append(_variant(cand, (start, rtop, rx1, rbottom), "after-mark"))
-            # A label beside the field: the widest stretch the print leaves, full height.
-            gap = max(_gaps(inside, rx0, rx1), key=lambda g: g[1] - g[0])
-            if gap[1] - gap[0] >= 14 and (gap[0], gap[1]) != (x0, x1):
-                found.append(_variant(cand, (gap[0], rtop, gap[1], rbottom), "widest-gap"))
-    if cand.cue in ("underline", "underscores", "underline-after-mark", "cell-below-label"):
+        return []
+    found = _cell_readings(cand, cand.region, chars) if cand.region is not None else []
+    if cand.cue in _LINE_CUES:
+        x0, _top, x1, bottom = cand.box
         found.append(_variant(cand, (x0, bottom - 20.0, x1, bottom), "tall"))
         found.append(_variant(cand, (x0, bottom - 10.0, x1, bottom), "short"))
     return found
 
 
-def _blanks_after_labels(geo: PageGeometry, chars: _CharIndex) -> list[Candidate]:
+_LINE_CUES = ("underline", "underscores", "underline-after-mark", "cell-below-label")
+
+
+def _button_sizes(cand: Candidate) -> list[Candidate]:
+    """A tick box's widget the size of its ink, and one larger than the rules make it."""
+    x0, top, x1, bottom = cand.box
+    side = max(x1 - x0, bottom - top)
+    cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+    found: list[Candidate] = []
+    for name, factor in (("ink", 1 / 1.2), ("large", 1.5)):
+        half = side * factor / 2
+        found.append(_variant(cand, (cx - half, cy - half, cx + half, cy + half), name))
+    return found
+
+
+def _cell_readings(cand: Candidate, region: Box, chars: CharIndex) -> list[Candidate]:
+    """A text field in a ruled cell read other ways: the whole cell, its bottom line, the
+    room after a mark at its left, or its widest blank stretch."""
+    x0, top, x1, bottom = cand.box
+    rx0, rtop, rx1, rbottom = region
+    found: list[Candidate] = []
+    if (x0, top, x1, bottom) != region:
+        found.append(_variant(cand, region, "cell-full"))
+    if rbottom - rtop > 22:
+        found.append(_variant(cand, (rx0, rbottom - 18.0, rx1, rbottom), "cell-line"))
+    inside = chars.inside(region, 0.8)
+    if inside:
+        found.extend(_after_mark(cand, region, inside))
+        # A label beside the field: the widest stretch the print leaves, full height.
+        gap = max(gaps(inside, rx0, rx1), key=lambda g: g[1] - g[0])
+        if gap[1] - gap[0] >= 14 and (gap[0], gap[1]) != (x0, x1):
+            found.append(_variant(cand, (gap[0], rtop, gap[1], rbottom), "widest-gap"))
+    return found
+
+
+def _after_mark(cand: Candidate, region: Box, inside: list[Box]) -> list[Candidate]:
+    """A mark at the left of a cell (a bullet, a line number, a "$"): the rest of the cell."""
+    rx0, rtop, rx1, rbottom = region
+    lefts = [c for c in inside if c[2] <= rx0 + 0.35 * (rx1 - rx0)]
+    if lefts and len(lefts) <= 6:
+        start = max(c[2] for c in lefts) + 1.0
+        if rx1 - start >= 14:
+            return [_variant(cand, (start, rtop, rx1, rbottom), "after-mark")]
+    return []
+
+
+def _blanks_after_labels(geo: PageGeometry, chars: CharIndex) -> list[Candidate]:
     """The blank after a phrase on its line, up to the next phrase, a rule or the margin."""
     if not geo.lines:
         return []
-    margin = max(line.x1 for line in geo.lines)
-    vertical = _SegmentIndex([s for s in geo.vertical if s.b - s.a >= 6])
-    shapes = sorted(
-        [*geo.squares, *geo.circles, *(box for box, _ in geo.glyph_boxes), *geo.symbol_marks]
+    blanks = _Blanks(
+        chars=chars,
+        vertical=SegmentIndex([s for s in geo.vertical if s.b - s.a >= 6]),
+        shapes=sorted(
+            [*geo.squares, *geo.circles, *(box for box, _ in geo.glyph_boxes), *geo.symbol_marks]
+        ),
+        margin=max(line.x1 for line in geo.lines),
     )
     found: list[Candidate] = []
     for line in geo.lines:
-        phrases = _phrases_with_end(line)
+        found.extend(blanks.on_line(line))
+    return found
+
+
+@dataclass
+class _Blanks:
+    """What can end a blank on a line: print, a rule, a tick box, or the page's text margin."""
+
+    chars: CharIndex
+    vertical: SegmentIndex  # rules tall enough to wall a blank in
+    shapes: list[Box]  # tick boxes and circles, sorted by x
+    margin: float  # where the page's text ends at the right
+
+    def on_line(self, line: Line) -> list[Candidate]:
+        """The blank after each phrase of a line, on a band as tall as its text."""
+        phrases = phrases_with_end(line)
         size = max(w.size for w in line.words)
         height = max(10.0, 1.5 * size)
         bottom = line.bottom + 1.0
         top = bottom - height
+        found: list[Candidate] = []
         for i, (_start, _text, end) in enumerate(phrases):
             begin = end + 2.0
-            ends: list[tuple[float, str]] = []
-            if i + 1 < len(phrases):
-                ends.append((phrases[i + 1][0] - 3.0, "blank-after-label"))
-            else:
-                ends.append((margin, "blank-to-margin"))
-            wall = _first_wall(vertical, begin, top, bottom)
-            if wall is not None and wall < ends[0][0]:
-                ends = [(wall - 1.0, "blank-after-label")]
-            shape = _first_shape(shapes, begin, top, bottom)
-            if shape is not None and shape - 2.0 < ends[0][0]:
-                # the next option's tick box: a row of choices has no blank between them
-                ends = [(shape - 2.0, "blank-after-label")]
-            for stop, name in ends:
-                inside = [c[0] for c in chars.inside((begin, top, stop, bottom), 0.5)]
-                if inside:
-                    stop = min(inside) - 2.0  # print further on the line ends the blank
-                if stop - begin < MIN_BLANK:
-                    continue
-                found.append(
-                    Candidate("text", (begin, top, stop, bottom), "blank", 0.5, variant=name)
-                )
-                tall = (begin, bottom - 2.2 * size, stop, bottom + 2.0)
-                found.append(Candidate("text", tall, "blank", 0.5, variant="blank-tall"))
-    return found
+            following = phrases[i + 1][0] if i + 1 < len(phrases) else None
+            stop, name = self._stop(begin, top, bottom, following)
+            found.extend(self._blank((begin, top, stop, bottom), name, size))
+        return found
+
+    def _stop(
+        self, begin: float, top: float, bottom: float, following: float | None
+    ) -> tuple[float, str]:
+        """Where the blank from ``begin`` stops before print, and the variant it makes:
+        the next phrase (``following``) or the margin, or a rule or tick box nearer."""
+        if following is not None:
+            stop, name = following - 3.0, "blank-after-label"
+        else:
+            stop, name = self.margin, "blank-to-margin"
+        wall = _first_wall(self.vertical, begin, top, bottom)
+        if wall is not None and wall < stop:
+            stop, name = wall - 1.0, "blank-after-label"
+        shape = _first_shape(self.shapes, begin, top, bottom)
+        if shape is not None and shape - 2.0 < stop:
+            # the next option's tick box: a row of choices has no blank between them
+            stop, name = shape - 2.0, "blank-after-label"
+        return stop, name
+
+    def _blank(self, band: Box, name: str, size: float) -> list[Candidate]:
+        """The band cut short by print on it, line-high and tall, unless too short to fill."""
+        begin, top, stop, bottom = band
+        inside = [c[0] for c in self.chars.inside(band, 0.5)]
+        if inside:
+            stop = min(inside) - 2.0  # print further on the line ends the blank
+        if stop - begin < MIN_BLANK:
+            return []
+        tall = (begin, bottom - 2.2 * size, stop, bottom + 2.0)
+        return [
+            Candidate("text", (begin, top, stop, bottom), "blank", 0.5, variant=name),
+            Candidate("text", tall, "blank", 0.5, variant="blank-tall"),
+        ]
 
 
 def _first_shape(shapes: list[Box], x: float, top: float, bottom: float) -> float | None:
@@ -173,7 +223,7 @@ def _first_shape(shapes: list[Box], x: float, top: float, bottom: float) -> floa
     return None
 
 
-def _first_wall(vertical: _SegmentIndex, x: float, top: float, bottom: float) -> float | None:
+def _first_wall(vertical: SegmentIndex, x: float, top: float, bottom: float) -> float | None:
     """The nearest vertical rule right of ``x`` that crosses the band ``top..bottom``."""
     for seg in vertical.between(x + 1.0, x + 2000.0):
         if seg.a <= bottom - 2 and seg.b >= top + 2:
