@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-from fillpdf_provider.engine.batch import OutputNames, read_batches
+from fillpdf_provider.engine.batch import OutputNames, fill_rows, read_batches
 from fillpdf_provider.engine.errors import FieldValueError
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.operators import (
@@ -369,12 +369,34 @@ def test_a_name_template_with_broken_braces_says_how_to_write_one() -> None:
     assert "{row}.pdf" in message and "{{" in message
 
 
-def test_a_column_named_row_is_named_not_a_traceback() -> None:
-    """``str.format(row=..., **cells)`` raised a TypeError for a table with a ``row`` column."""
+def test_a_column_named_row_is_refused_only_where_the_template_uses_row() -> None:
+    """``str.format(row=..., **cells)`` raised a TypeError for a table with a ``row`` column,
+    and a template that never used ``{row}`` was refused all the same."""
+    names = OutputNames("{id}-{row}.pdf")
     with pytest.raises(ValueError) as raised:
-        OutputNames("{id}.pdf").check(["row", "id"])
-    assert "The rows have a column named 'row'" in str(raised.value)
-    assert "rename that column" in str(raised.value)
+        names.check(["row", "id"])
+    assert str(raised.value) == (
+        "The rows have a column named 'row', and the name template '{id}-{row}.pdf' uses "
+        "{row}, which would mean either that column or the row's number; name the files by "
+        "another column, or rename that column."
+    )
+    with pytest.raises(ValueError, match="column named 'row'"):
+        OutputNames("{row!r:>5}.pdf").check(["row"])
+    OutputNames("{id}.pdf").check(["row", "id"])
+    assert OutputNames("{id}-{row_id}.pdf").name(7, {"row": "r", "id": 3, "row_id": 9}) == (
+        "3-9.pdf"
+    )
+
+
+def test_a_table_with_a_row_column_fills_when_names_come_from_another(
+    form: Template, tmp_path: Path
+) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("row,full_name,city\nA7,Ada Lovelace,London\nB2,Bo Diddley,Chicago\n")
+    out = tmp_path / "out"
+    summary = fill_rows(form, rows, out, name_template="{full_name}.pdf")
+    assert (summary.ok, summary.failed) == (2, 0)
+    assert sorted(p.name for p in out.glob("*.pdf")) == ["Ada Lovelace.pdf", "Bo Diddley.pdf"]
 
 
 def test_many_columns_are_cut_short(tmp_path: Path) -> None:

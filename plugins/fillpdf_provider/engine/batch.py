@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import os
 import re
+import string
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -263,10 +264,17 @@ class OutputNames:
         self._format(0, dict.fromkeys(columns, "x"))
 
     def _format(self, row: int, cells: Mapping[str, object]) -> str:
-        try:
-            return self.pattern.format(
-                row=row, **{k: "" if v is None else v for k, v in cells.items()}
+        values = {k: "" if v is None else v for k, v in cells.items()}
+        if "row" not in values:
+            values["row"] = row
+        elif self._names_row():
+            raise ValueError(
+                f"The rows have a column named 'row', and the name template {self.pattern!r} "
+                "uses {row}, which would mean either that column or the row's number; name "
+                "the files by another column, or rename that column."
             )
+        try:
+            return self.pattern.format(**values)
         except KeyError as exc:
             raise ValueError(self._not_a_column(str(exc.args[0]), list(cells))) from None
         except IndexError:
@@ -274,20 +282,22 @@ class OutputNames:
                 f"The name template {self.pattern!r} has an empty or numbered placeholder; "
                 f"put {{row}} or a column name in the braces, e.g. {EXAMPLE_NAMES}."
             ) from None
-        except TypeError as exc:
-            if "row" not in cells:
-                raise
-            raise ValueError(
-                f"The rows have a column named 'row', which the name template "
-                f"{self.pattern!r} cannot tell from {{row}}, the row's number; rename that "
-                "column."
-            ) from exc
         except (ValueError, AttributeError) as exc:
             raise ValueError(
                 f"The name template {self.pattern!r} is not a valid template ({exc}); write "
                 f"{{row}} or a column name in braces, e.g. {EXAMPLE_NAMES}, and double a "
                 "brace meant literally ({{ or }})."
             ) from None
+
+    def _names_row(self) -> bool:
+        """Whether the pattern uses ``{row}`` (a broken pattern is refused by ``format``)."""
+        try:
+            parsed = list(string.Formatter().parse(self.pattern))
+        except ValueError:
+            return False
+        return any(
+            name and re.split(r"[.\[]", name, maxsplit=1)[0] == "row" for _, name, _, _ in parsed
+        )
 
     def _not_a_column(self, name: str, columns: list[str]) -> str:
         """The column the pattern names, the nearest the rows have, and all of theirs."""
