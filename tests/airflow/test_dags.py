@@ -276,3 +276,28 @@ def test_the_name_template_is_checked_before_anything_is_filled(
     assert states["check_input"] == "failed"
     assert states["fill_chunk"] == "upstream_failed"
     assert not out.exists() or not list(out.rglob("*.pdf"))
+
+
+def test_a_table_with_no_rows_runs_to_an_empty_manifest_and_says_so(
+    dagbag, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A header-only table: every task ran and passed, a manifest of no rows, a warning."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text(SAMPLE_ROWS.read_text(encoding="utf-8").splitlines()[0] + "\n")
+    out = tmp_path / "out"
+    run = dagbag.get_dag("fillpdf_mail_merge").test(
+        run_conf={"output": str(out), "rows": str(rows), "chunks": 4}
+    )
+    assert run.state == "success"
+    states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
+    assert states == {
+        ("check_input", -1): "success",
+        ("plan", -1): "success",
+        ("fill_chunk", 0): "success",
+        ("collect", -1): "success",
+        ("check_manifest", -1): "success",
+    }
+    assert manifest_rows(out) == []
+    assert not list(out.glob("*.pdf"))
+    log = "".join(capfd.readouterr())
+    assert f"rows {str(rows)!r} has no rows, only a header: no PDF was written." in log

@@ -93,7 +93,8 @@ def plan_chunks(
     """Split the rows into ranges for ``BatchFillOperator.partial(...).expand(chunk=...)``.
 
     Give ``chunks`` (how many) or ``rows_per_chunk``. Each range is ``{"index", "first",
-    "stop"}`` with 1-based row numbers, ``first <= row < stop``.
+    "stop"}`` with 1-based row numbers, ``first <= row < stop``. A table with no rows gets
+    one empty range, so its run still writes a manifest (of no rows) and says why it is empty.
     """
     if (chunks is None) == (rows_per_chunk is None):
         raise InputError(
@@ -107,12 +108,22 @@ def plan_chunks(
         raise InputError(f"{option} must be a whole number, 1 or more, not {given!r}.")
     total = count_rows(rows, conn_id)
     if total == 0:
-        return []
+        return [{"index": 0, "first": 1, "stop": 1}]
     size = number if option == "rows_per_chunk" else -(-total // number)
     return [
         {"index": i, "first": first, "stop": min(first + size, total + 1)}
         for i, first in enumerate(range(1, total + 1, size))
     ]
+
+
+def _chunk_label(chunk: Mapping[str, int]) -> str:
+    first, stop = int(chunk["first"]), int(chunk["stop"])
+    return f"chunk {chunk['index']} ({f'rows {first}-{stop - 1}' if stop > first else 'no rows'})"
+
+
+def _empty_table(chunk: Mapping[str, int]) -> bool:
+    """The one range ``plan_chunks`` gives a table with no rows."""
+    return int(chunk["stop"]) <= int(chunk["first"])
 
 
 def chunk_manifest_name(chunk: Mapping[str, int]) -> str:
@@ -203,9 +214,7 @@ def merge_manifests(
     if chunks is not None:
         missing = [c for c in chunks if chunk_manifest_name(c) not in parts]
         if missing:
-            named = ", ".join(
-                f"chunk {c['index']} (rows {c['first']}-{int(c['stop']) - 1})" for c in missing
-            )
+            named = ", ".join(_chunk_label(c) for c in missing)
             raise AirflowFailException(
                 f"{len(missing)} of {len(chunks)} chunks left no manifest in "
                 f"{store.uri(CHUNK_MANIFESTS)}: {named}. Clear those fill tasks to run them "
@@ -478,8 +487,7 @@ class BatchFillOperator(BaseOperator):
     def _fill(self, context: Context, form: Form, fit: Fit | None) -> dict[str, Any]:
         """Fill this task's rows (its chunk, or all of them) and report what happened."""
         chunk = dict(self.chunk) if self.chunk else None
-        label = f"chunk {chunk['index']} (rows {chunk['first']}-{chunk['stop'] - 1})" if chunk \
-            else "batch"  # fmt: skip
+        label = _chunk_label(chunk) if chunk else "batch"
         manifest = f"{CHUNK_MANIFESTS}/{chunk_manifest_name(chunk)}" if chunk else MANIFEST_NAME
         store = Store(self.output_dir, self.storage_conn_id, batched=True)
         options = self._options(fit, chunk)
@@ -547,6 +555,8 @@ class BatchFillOperator(BaseOperator):
 
     def _log_summary(self, label: str, summary: BatchSummary) -> None:
         self.log.info("%s: %s", label, summary.line())
+        if _empty_table(self.chunk) if self.chunk else not summary.rows:
+            self.log.warning("rows %r has no rows, only a header: no PDF was written.", self.rows)
         if summary.failed:
             self.log.warning(
                 "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)
