@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +100,42 @@ def test_the_slot_is_free_after_a_job_fails() -> None:
         return peak
 
     assert asyncio.run(run()) == 1
+
+
+SCRIPT = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from fillpdf_provider.service import Settings, create_app
+
+async def main():
+    with tempfile.TemporaryDirectory() as folder:
+        app = create_app(Settings(data_dir=Path(folder)))
+        async with app.router.lifespan_context(app):
+            print("started")
+
+{start}
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "unguarded"])
+def test_a_script_whose_workers_cannot_start_is_told_why_not_blamed_on_a_file(
+    tmp_path: Path, guarded: bool
+) -> None:
+    """Fill workers re-import the main script; one without a main guard starts the service
+    again in every worker, which dies. That used to read "the file ... is damaged"."""
+    start = (
+        'if __name__ == "__main__":\n    asyncio.run(main())' if guarded else "asyncio.run(main())"
+    )
+    script = tmp_path / "serve_it.py"
+    script.write_text(SCRIPT.format(start=start))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    if guarded:
+        assert done.returncode == 0 and done.stdout.strip() == "started", done.stderr
+        return
+    assert done.returncode != 0 and "started" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("fillpdf_provider.service.engine_pool.WorkerStartError: A fill worker")
+    assert 'must start the service under `if __name__ == "__main__":`' in last
+    assert "damaged" not in last

@@ -37,6 +37,11 @@ _SMOOTHING = 0.2
 _WORKER_SOUND = frozenset({"invalid_request", "expired"})
 
 
+class WorkerStartError(RuntimeError):
+    """A fill worker died or hung before it read any file: a fault of the server's set-up,
+    never of a request (so a request that meets it is a 500, not a refusal of its file)."""
+
+
 class ClientGone(Exception):
     """The client closed its connection; its work was stopped and nobody reads an answer."""
 
@@ -336,6 +341,16 @@ class EnginePool:
         worker = await self._start(isolation.fill_worker, self.memory_bytes)
         try:
             await self._receive(worker, 60.0, "Starting a fill worker", None)
+        except EngineFailure:  # no file was read yet: the fault is the server's own
+            code = worker.process.exitcode
+            await self._stop(worker)
+            how = f"it exited with code {code}" if code is not None else "it did not answer"
+            raise WorkerStartError(
+                f"A fill worker could not start: {how}. Its process imports the program that "
+                "started the service again: under `fillpdf serve` or uvicorn that works; a "
+                "script that calls create_app itself must start the service under "
+                '`if __name__ == "__main__":`. The worker\'s own error is on stderr.'
+            ) from None
         except BaseException:
             await self._stop(worker)
             raise
