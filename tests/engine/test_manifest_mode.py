@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fillpdf_provider.engine.batch import BatchSummary, ProgressCallback, fill_rows
+from fillpdf_provider.engine.files import write_atomic
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.operators import BatchFillOperator, merge_manifests, plan_chunks
 from kits.cli_support import FILLPDF, ROOT
@@ -133,3 +134,23 @@ def test_chunk_manifests_and_their_merge_get_the_umask_mode(tmp_path: Path, umas
         merge_manifests(str(out_dir), chunks=chunks)
         expected = {"manifest.parquet", "_manifests/chunk-000000001.parquet", "25.pdf"}
         assert_all(out_dir, mode, expected)
+
+
+def test_a_private_file_is_private_from_its_first_byte(
+    tmp_path: Path, umask: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service's converted files (``mode=0o600``) were written at the umask's mode and
+    closed off after the rename; now the temporary file is 0600 before a byte is in it."""
+    seen: list[int] = []
+    replace = os.replace
+
+    def watching(source: str, target: Path) -> None:
+        seen.append(stat.S_IMODE(os.stat(source).st_mode))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", watching)
+    private = write_atomic(tmp_path / "private.pdf", b"%PDF-", mode=0o600)
+    shared = write_atomic(tmp_path / "shared.pdf", b"%PDF-")
+    assert seen == [0o600, 0o644]
+    assert modes(tmp_path) == {"private.pdf": 0o600, "shared.pdf": 0o644}
+    assert private.read_bytes() == shared.read_bytes() == b"%PDF-"

@@ -14,11 +14,12 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes) -> Path:
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o666) -> Path:
     """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
-    file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``)."""
+    file gets the mode a plain ``open(path, "wb", mode)`` would (see ``create_temp``):
+    ``mode=0o600`` keeps it its owner's from the first byte to the rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp")
+    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp", mode)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -29,17 +30,19 @@ def write_atomic(path: Path, data: bytes) -> Path:
     return path
 
 
-def create_temp(folder: str | os.PathLike[str] | None, prefix: str, suffix: str) -> tuple[int, str]:
+def create_temp(
+    folder: str | os.PathLike[str] | None, prefix: str, suffix: str, mode: int = 0o666
+) -> tuple[int, str]:
     """``tempfile.mkstemp``, but the file gets the mode ``open(path, "wb")`` would give it
-    (0o666 less the umask, applied by the kernel), not 0600: a file renamed from it into
-    place is then as readable as one written there directly."""
+    (``mode``, 0o666 by default, less the umask, applied by the kernel), not 0600: a file
+    renamed from it into place is then as readable as one written there directly."""
     folder = Path(folder) if folder is not None else Path(tempfile.gettempdir())
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         temp = folder / f"{prefix}{os.urandom(6).hex()}{suffix}"
         try:
-            return os.open(temp, flags, 0o666), str(temp)
+            return os.open(temp, flags, mode), str(temp)
         except FileExistsError:
             continue
     raise FileExistsError(f"No free temporary file name in {folder}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import os
 import resource
 import signal
 from collections import OrderedDict
@@ -151,8 +150,7 @@ def convert_child(
         if conn.recv() != "go":
             return
         result = convert(data, detect, max_pages=max(pages, 1), schema=schema)
-        write_atomic(Path(output), result.pdf)
-        os.chmod(output, 0o600)
+        write_atomic(Path(output), result.pdf, mode=0o600)  # the data folder is private
         conn.send(("done", result.to_dict()))
     except EOFError:
         return
