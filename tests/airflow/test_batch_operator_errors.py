@@ -13,12 +13,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from fillpdf_provider.engine.batch import OutputNames, fill_rows, read_batches
 from fillpdf_provider.engine.errors import FieldValueError
 from fillpdf_provider.engine.filler import Template
+from fillpdf_provider.hooks.fillpdf import InputError
 from fillpdf_provider.operators import (
     BatchFillOperator,
     check_batch_params,
@@ -380,8 +383,10 @@ def test_a_column_named_row_is_refused_only_where_the_template_uses_row() -> Non
         "{row}, which would mean either that column or the row's number; name the files by "
         "another column, or rename that column."
     )
-    with pytest.raises(ValueError, match="column named 'row'"):
-        OutputNames("{row!r:>5}.pdf").check(["row"])
+    for uses_row in ("{row!r:>5}.pdf", "{row[0]}.pdf", "{id:>{row}}.pdf"):
+        with pytest.raises(ValueError, match="column named 'row'"):
+            OutputNames(uses_row).check(["row", "id"])
+    OutputNames("{id}-{{row}}.pdf").check(["row", "id"])  # literal braces name no field
     OutputNames("{id}.pdf").check(["row", "id"])
     assert OutputNames("{id}-{row_id}.pdf").name(7, {"row": "r", "id": 3, "row_id": 9}) == (
         "3-9.pdf"
@@ -442,3 +447,40 @@ def test_a_long_refused_value_is_cut_in_the_message(form: Template) -> None:
     with pytest.raises(FieldValueError) as raised:
         form.fill({"newsletter": ["x" * 500]})
     assert "x" * 60 not in raised.value.message and "(a list)" in raised.value.message
+
+
+# --------------------------------------------------------------------------- a table with no rows
+
+
+def _header_only(tmp_path: Path, kind: str) -> str:
+    """The sample's columns and no rows: CSV with and without the header's line end, and
+    Parquet."""
+    header = Path(ROWS).read_text(encoding="utf-8").splitlines()[0]
+    if kind == "parquet":
+        path = tmp_path / "rows.parquet"
+        pq.write_table(pa.table({c: pa.array([], pa.string()) for c in header.split(",")}), path)
+        return str(path)
+    return rows_file(tmp_path, header + ("\n" if kind == "csv" else ""))
+
+
+@pytest.mark.parametrize("kind", ["csv", "csv-no-line-end", "parquet"])
+def test_a_table_with_no_rows_keeps_its_columns_and_fills_nothing(
+    tmp_path: Path, kind: str
+) -> None:
+    """The columns came from the first row, so a table with none had none: a name template
+    naming a column was refused as naming no column; a header without a line end did not
+    parse at all."""
+    rows = _header_only(tmp_path, kind)
+    template = "{full_name}-{city}.pdf"
+    assert "full_name" in check_batch_params(rows, name_template=template)
+    chunks = plan_chunks(rows, chunks=3)
+    assert chunks == [{"index": 0, "first": 1, "stop": 1}]
+    for chunk in chunks:
+        done = batch(tmp_path / "out", rows=rows, chunk=chunk, name_template=template)
+        assert (done["rows"], done["ok"], done["failed"]) == (0, 0, 0)
+    summary = merge_manifests(str(tmp_path / "out"), chunks=chunks, max_failed_rows=0.01)
+    assert (summary["rows"], summary["chunks"]) == (0, 1)
+    assert pq.read_table(tmp_path / "out" / "manifest.parquet").num_rows == 0
+    assert not list((tmp_path / "out").glob("*.pdf"))
+    with pytest.raises(InputError, match=re.escape("names {nope}, which is not a column")):
+        check_batch_params(rows, name_template="{nope}.pdf")

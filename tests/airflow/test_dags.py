@@ -300,4 +300,4 @@ def test_a_table_with_no_rows_runs_to_an_empty_manifest_and_says_so(
     assert manifest_rows(out) == []
     assert not list(out.glob("*.pdf"))
     log = "".join(capfd.readouterr())
-    assert f"rows {str(rows)!r} has no rows, only a header: no PDF was written." in log
+    assert f"rows {str(rows)!r} has no rows, only a header: nothing was filled." in log

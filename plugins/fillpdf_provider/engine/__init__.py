@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         count_rows,
         fill_rows,
         read_batches,
+        read_columns,
         total_rows,
     )
     from fillpdf_provider.engine.coerce import (
@@ -76,6 +77,7 @@ _LAZY = {
     "count_rows": "batch",
     "fill_rows": "batch",
     "read_batches": "batch",
+    "read_columns": "batch",
     "total_rows": "batch",
     "FALSE_WORDS": "coerce",
     "TRUE_WORDS": "coerce",
@@ -156,6 +158,7 @@ __all__ = [
     "parse_schema",
     "read_batches",
     "read_bytes",
+    "read_columns",
     "reading_pdf",
     "schema_digest",
     "to_text",

@@ -180,23 +180,15 @@ class RowError(FillPdfError):
 
 
 def read_batches(path: str | os.PathLike[str], batch_rows: int = 2048) -> Iterator[pa.RecordBatch]:
-    """Record batches of a CSV (every column read as text) or Parquet file."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"No such rows file: {path}. Give the path or URI of a CSV, TSV or Parquet file."
-        )
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
+    """Record batches of a CSV (every column read as text) or Parquet file; none for a
+    table with no rows (``read_columns`` still gives its columns)."""
+    path = _rows_file(path)
+    if _is_parquet(path):
         yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
         return
-    if suffix not in (".csv", ".txt", ".tsv"):
-        raise ValueError(f"Rows must be a .csv or .parquet file, not {path.name!r}.")
-    with open(path, "rb") as handle:
-        header = handle.readline().decode("utf-8-sig")
-    if not header.strip():
-        raise ValueError(f"{path.name} is empty: the first line must name the columns.")
-    delimiter = "\t" if suffix == ".tsv" else ","
+    header, delimiter, rows_follow = _csv_header(path)
+    if not rows_follow:
+        return
     reader = pacsv.open_csv(
         path,
         read_options=pacsv.ReadOptions(block_size=1 << 20, encoding="utf8"),
@@ -209,9 +201,44 @@ def read_batches(path: str | os.PathLike[str], batch_rows: int = 2048) -> Iterat
         yield from _split(batch, batch_rows)
 
 
+def read_columns(path: str | os.PathLike[str]) -> list[str]:
+    """The columns of a CSV or Parquet rows file, from its header or schema: a table with
+    no rows has them too."""
+    path = _rows_file(path)
+    if _is_parquet(path):
+        return list(pq.read_schema(path).names)
+    header, delimiter, _ = _csv_header(path)
+    return list(_all_text(header, delimiter))
+
+
+def _rows_file(path: str | os.PathLike[str]) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"No such rows file: {path}. Give the path or URI of a CSV, TSV or Parquet file."
+        )
+    if not _is_parquet(path) and path.suffix.lower() not in (".csv", ".txt", ".tsv"):
+        raise ValueError(f"Rows must be a .csv or .parquet file, not {path.name!r}.")
+    return path
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def _csv_header(path: Path) -> tuple[str, str, bool]:
+    """A CSV's header line, its delimiter, and whether anything follows the header."""
+    with open(path, "rb") as handle:
+        header = handle.readline().decode("utf-8-sig")
+        rows_follow = bool(handle.read(1))
+    if not header.strip():
+        raise ValueError(f"{path.name} is empty: the first line must name the columns.")
+    return header, "\t" if path.suffix.lower() == ".tsv" else ",", rows_follow
+
+
 def _all_text(header: str, delimiter: str) -> dict[str, pa.DataType]:
     table = pacsv.read_csv(
-        pa.py_buffer(header.encode("utf-8")),
+        pa.py_buffer(header.rstrip("\r\n").encode("utf-8") + b"\n"),
         parse_options=pacsv.ParseOptions(delimiter=delimiter),
     )
     return {name: pa.string() for name in table.schema.names}
@@ -226,7 +253,7 @@ def count_rows(path: str | os.PathLike[str], *, scan: bool = False) -> int | Non
     """Rows in a Parquet file from its footer; a CSV's only with ``scan`` (read once,
     streamed: far quicker than filling its rows), else None."""
     path = Path(path)
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if _is_parquet(path):
         counted: int = pq.ParquetFile(path).metadata.num_rows
         return counted
     if not scan:
@@ -244,6 +271,18 @@ def total_rows(path: str | os.PathLike[str]) -> int | None:
         return count_rows(path, scan=True)
     except (OSError, ValueError, pa.ArrowException):
         return None
+
+
+def _field_roots(pattern: str) -> set[str]:
+    """The names a format string's fields start with (``row`` of ``{row[0]}``), nested
+    ones (``{id:>{row}}``) included."""
+    roots: set[str] = set()
+    for _, name, spec, _ in string.Formatter().parse(pattern):
+        if name is not None:
+            roots.add(re.split(r"[.\[]", name, maxsplit=1)[0])
+        if spec:
+            roots |= _field_roots(spec)
+    return roots
 
 
 class OutputNames:
@@ -290,14 +329,12 @@ class OutputNames:
             ) from None
 
     def _names_row(self) -> bool:
-        """Whether the pattern uses ``{row}`` (a broken pattern is refused by ``format``)."""
+        """Whether the pattern uses ``{row}``, in a format spec too (a broken pattern is
+        refused by ``format``)."""
         try:
-            parsed = list(string.Formatter().parse(self.pattern))
+            return "row" in _field_roots(self.pattern)
         except ValueError:
             return False
-        return any(
-            name and re.split(r"[.\[]", name, maxsplit=1)[0] == "row" for _, name, _, _ in parsed
-        )
 
     def _not_a_column(self, name: str, columns: list[str]) -> str:
         """The column the pattern names, the nearest the rows have, and all of theirs."""
@@ -366,7 +403,10 @@ def fill_rows(
     # Everything that can refuse the whole batch is checked before anything is written.
     batches = read_batches(rows, batch_rows)
     first = next(batches, None)
-    columns = first.schema.names if first is not None else []
+    if first is not None:
+        columns = first.schema.names
+    else:  # no rows: the header's columns (a pipe, read already, has none to give)
+        columns = read_columns(rows) if Path(rows).is_file() else []
     names = OutputNames(name_template)
     names.check(columns)
     filler, summary = _RowFiller.prepare(template, columns, mapping, names, out_dir)

@@ -32,6 +32,7 @@ from fillpdf_provider.engine.batch import (
     RowError,
     fill_rows,
     read_batches,
+    read_columns,
     total_rows,
 )
 from fillpdf_provider.engine.batch import count_rows as count_local_rows
@@ -298,10 +299,11 @@ def check_batch_params(
 
 
 def columns_of(path: Path) -> list[str]:
-    """The columns of a local rows file, read from its first row (``ValueError``, a pyarrow
-    one included, for a file no batch can read)."""
-    first = next(read_batches(path, batch_rows=1), None)
-    return first.schema.names if first is not None else []
+    """The columns of a local rows file, from its header or schema (a table with no rows
+    has them too), once its first row has been read: ``ValueError``, a pyarrow one
+    included, for a file no batch can read."""
+    next(read_batches(path, batch_rows=1), None)
+    return read_columns(path)
 
 
 def check_names(name_template: str, columns: list[str]) -> None:
@@ -556,7 +558,7 @@ class BatchFillOperator(BaseOperator):
     def _log_summary(self, label: str, summary: BatchSummary) -> None:
         self.log.info("%s: %s", label, summary.line())
         if _empty_table(self.chunk) if self.chunk else not summary.rows:
-            self.log.warning("rows %r has no rows, only a header: no PDF was written.", self.rows)
+            self.log.warning("rows %r has no rows, only a header: nothing was filled.", self.rows)
         if summary.failed:
             self.log.warning(
                 "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)

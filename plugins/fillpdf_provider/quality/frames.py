@@ -18,10 +18,9 @@ from typing import Any, TypeAlias
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from fillpdf_provider.engine.batch import read_batches
+from fillpdf_provider.engine.batch import read_batches, read_columns
 from fillpdf_provider.engine.coerce import TRUE_WORDS, to_text
 from fillpdf_provider.engine.schema import Field
 
@@ -57,9 +56,7 @@ def read_table(source: RowsSource) -> pa.Table:
     if batches:
         return pa.Table.from_batches(batches)
     # Only a header: no rows, but the columns still count.
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    header = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter))
-    return pa.table({name: pa.array([], pa.string()) for name in header.column_names})
+    return pa.table({name: pa.array([], pa.string()) for name in read_columns(path)})
 
 
 def as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
