@@ -139,8 +139,9 @@ def test_chunk_manifests_and_their_merge_get_the_umask_mode(tmp_path: Path, umas
 def test_a_private_file_is_private_from_its_first_byte(
     tmp_path: Path, umask: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The service's converted files (``mode=0o600``) were written at the umask's mode and
-    closed off after the rename; now the temporary file is 0600 before a byte is in it."""
+    """The service's converted files (``private``) were written at the umask's mode and
+    closed off after the rename; now the temporary file is 0600 before a byte is in it,
+    whatever the umask (0o477 would have left the owner only the right to write)."""
     seen: list[int] = []
     replace = os.replace
 
@@ -149,8 +150,13 @@ def test_a_private_file_is_private_from_its_first_byte(
         replace(source, target)
 
     monkeypatch.setattr(os, "replace", watching)
-    private = write_atomic(tmp_path / "private.pdf", b"%PDF-", mode=0o600)
-    shared = write_atomic(tmp_path / "shared.pdf", b"%PDF-")
-    assert seen == [0o600, 0o644]
-    assert modes(tmp_path) == {"private.pdf": 0o600, "shared.pdf": 0o644}
-    assert private.read_bytes() == shared.read_bytes() == b"%PDF-"
+    for umask_value in (0o022, 0o277, 0o477):
+        os.umask(umask_value)
+        folder = tmp_path / f"{umask_value:03o}"
+        private = write_atomic(folder / "private.pdf", b"%PDF-", private=True)
+        shared = write_atomic(folder / "shared.pdf", b"%PDF-")
+        os.umask(0o022)
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o666 & ~umask_value
+        assert private.read_bytes() == b"%PDF-"
+    assert seen[0::2] == [0o600] * 3

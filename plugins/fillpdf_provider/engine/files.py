@@ -14,14 +14,16 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o666) -> Path:
+def write_atomic(path: Path, data: bytes, *, private: bool = False) -> Path:
     """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
-    file gets the mode a plain ``open(path, "wb", mode)`` would (see ``create_temp``):
-    ``mode=0o600`` keeps it its owner's from the first byte to the rename."""
+    file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``), or with
+    ``private`` 0600 whatever the umask, from the first byte to the rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp", mode)
+    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp", 0o600 if private else 0o666)
     try:
         with os.fdopen(handle, "wb") as out:
+            if private:
+                os.fchmod(out.fileno(), 0o600)  # the umask may have taken the owner's bits
             out.write(data)
         os.replace(temp, path)
     except BaseException:

@@ -150,7 +150,7 @@ def convert_child(
         if conn.recv() != "go":
             return
         result = convert(data, detect, max_pages=max(pages, 1), schema=schema)
-        write_atomic(Path(output), result.pdf, mode=0o600)  # the data folder is private
+        write_atomic(Path(output), result.pdf, private=True)  # as the data folder is
         conn.send(("done", result.to_dict()))
     except EOFError:
         return
