@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,47 @@ def test_a_script_whose_workers_cannot_start_is_told_why_not_blamed_on_a_file(
     assert last.startswith("fillpdf_provider.service.engine_pool.WorkerStartError: A fill worker")
     assert 'must start the service under `if __name__ == "__main__":`' in last
     assert "damaged" not in last
+
+
+WARM_UP = """
+import asyncio, sys
+from fillpdf_provider.service.engine_pool import EnginePool
+
+async def main(memory):
+    pool = EnginePool(
+        max_children=1, max_queue=0, queue_timeout_s=1, memory_bytes=memory, max_form_fields=10
+    )
+    try:
+        await pool.warm_up()
+        print("started")
+    finally:
+        pool.close()
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1])))
+"""
+
+
+def test_a_worker_that_cannot_set_its_limit_says_so(tmp_path: Path) -> None:
+    """A worker that answers with its own failure is not told to add a __main__ guard."""
+    script = tmp_path / "warm_up.py"
+    script.write_text(WARM_UP)
+    ceiling = 8 * 1024**3
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+
+    done = subprocess.run(
+        [sys.executable, str(script), str(2 * ceiling)],
+        capture_output=True, text=True, timeout=120, preexec_fn=capped,
+    )  # fmt: skip
+    assert done.returncode != 0 and "started" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("fillpdf_provider.service.engine_pool.WorkerStartError: A fill worker")
+    assert "ValueError" in last and "FILLPDF_ENGINE_MEMORY_MB" in last and "ulimit -v" in last
+    assert "__main__" not in last
+    fits = subprocess.run(
+        [sys.executable, str(script), str(ceiling // 2)],
+        capture_output=True, text=True, timeout=120, preexec_fn=capped,
+    )  # fmt: skip
+    assert fits.returncode == 0 and fits.stdout.strip() == "started", fits.stderr

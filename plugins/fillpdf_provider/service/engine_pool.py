@@ -340,8 +340,9 @@ class EnginePool:
     async def _start_worker(self) -> _Child:
         worker = await self._start(isolation.fill_worker, self.memory_bytes)
         try:
-            await self._receive(worker, 60.0, "Starting a fill worker", None)
-        except EngineFailure:  # no file was read yet: the fault is the server's own
+            answer = await self._receive(worker, 60.0, "Starting a fill worker", None)
+        except EngineFailure:  # it died or hung before it read any file: the server's fault
+            await anyio.to_thread.run_sync(worker.process.join, 1)
             code = worker.process.exitcode
             await self._stop(worker)
             how = f"it exited with code {code}" if code is not None else "it did not answer"
@@ -354,6 +355,13 @@ class EnginePool:
         except BaseException:
             await self._stop(worker)
             raise
+        if answer[0] != "ready":
+            await self._stop(worker)
+            raise WorkerStartError(
+                f"A fill worker could not start: {answer[1]}. It was setting its memory "
+                f"limit ({self.memory_bytes:,} bytes: FILLPDF_ENGINE_MEMORY_MB) or loading "
+                "the engine; check that limit against the server's own (ulimit -v)."
+            )
         return worker
 
     async def warm_up(self) -> None:

@@ -190,10 +190,13 @@ def fill_worker(conn: Connection, memory: int) -> None:
     error (its heap may be in any state); the parent starts another when it needs one.
     """
     try:
-        die_with_parent()
-        limit(memory, None)
-        from fillpdf_provider.engine.filler import Template
-
+        try:
+            die_with_parent()
+            limit(memory, None)
+            from fillpdf_provider.engine.filler import Template
+        except Exception as exc:  # no file read yet: the server's set-up, for its operator
+            conn.send(("start_failed", f"{type(exc).__name__}: {exc}"))
+            return
         templates: OrderedDict[str, Template] = OrderedDict()
         conn.send(("ready",))
         while True:
