@@ -296,6 +296,10 @@ class OutputNames:
             pattern += ".pdf"
         self.pattern = pattern
         self._used: set[str] = set()
+        try:
+            self._uses_row = "row" in _field_roots(pattern)
+        except ValueError:  # a broken pattern: format refuses it, naming what is wrong
+            self._uses_row = False
 
     def check(self, columns: list[str]) -> None:
         """Fail before any row is filled when the pattern names a column the rows lack, or
@@ -306,7 +310,7 @@ class OutputNames:
         values = {k: "" if v is None else v for k, v in cells.items()}
         if "row" not in values:
             values["row"] = row
-        elif self._names_row():
+        elif self._uses_row:
             raise ValueError(
                 f"The rows have a column named 'row', and the name template {self.pattern!r} "
                 "uses {row}, which would mean either that column or the row's number; name "
@@ -327,14 +331,6 @@ class OutputNames:
                 f"{{row}} or a column name in braces, e.g. {EXAMPLE_NAMES}, and double a "
                 "brace meant literally ({{ or }})."
             ) from None
-
-    def _names_row(self) -> bool:
-        """Whether the pattern uses ``{row}``, in a format spec too (a broken pattern is
-        refused by ``format``)."""
-        try:
-            return "row" in _field_roots(self.pattern)
-        except ValueError:
-            return False
 
     def _not_a_column(self, name: str, columns: list[str]) -> str:
         """The column the pattern names, the nearest the rows have, and all of theirs."""

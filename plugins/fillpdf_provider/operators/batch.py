@@ -117,14 +117,14 @@ def plan_chunks(
     ]
 
 
-def _chunk_label(chunk: Mapping[str, int]) -> str:
-    first, stop = int(chunk["first"]), int(chunk["stop"])
-    return f"chunk {chunk['index']} ({f'rows {first}-{stop - 1}' if stop > first else 'no rows'})"
-
-
 def _empty_table(chunk: Mapping[str, int]) -> bool:
     """The one range ``plan_chunks`` gives a table with no rows."""
     return int(chunk["stop"]) <= int(chunk["first"])
+
+
+def _chunk_label(chunk: Mapping[str, int]) -> str:
+    rows = "no rows" if _empty_table(chunk) else f"rows {chunk['first']}-{int(chunk['stop']) - 1}"
+    return f"chunk {chunk['index']} ({rows})"
 
 
 def chunk_manifest_name(chunk: Mapping[str, int]) -> str:
@@ -302,8 +302,8 @@ def columns_of(path: Path) -> list[str]:
     """The columns of a local rows file, from its header or schema (a table with no rows
     has them too), once its first row has been read: ``ValueError``, a pyarrow one
     included, for a file no batch can read."""
-    next(read_batches(path, batch_rows=1), None)
-    return read_columns(path)
+    first = next(read_batches(path, batch_rows=1), None)
+    return first.schema.names if first is not None else read_columns(path)
 
 
 def check_names(name_template: str, columns: list[str]) -> None:
