@@ -18,7 +18,7 @@ PYTEST := $(PY) -m pytest -q
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
-.PHONY: demo test test-quick lint bench install clean train-detector
+.PHONY: demo test test-quick test-repeat lint bench install clean train-detector
 
 install: $(STAMP)
 
@@ -52,6 +52,14 @@ test: $(STAMP) lint
 	$(PYTEST) $(PARALLEL) -m "not solo"
 	$(PYTEST) -m solo
 
+# The suite N times in a row, as `make test` runs it; names every test that failed in any run
+# (a test that fails by timing shows up here before it fails CI). Reports: $(REPEAT_DIR).
+N ?= 3
+REPEAT_DIR ?= $(abspath .suite-repeat)
+test-repeat: $(STAMP) lint
+	rm -rf $(REPEAT_DIR)
+	$(PY) -m kits.suite_repeat --runs $(N) --workers $(TEST_WORKERS) --keep $(REPEAT_DIR)
+
 # The quick loop: everything but the system tests that start a whole Celery stack.
 test-quick: $(STAMP) lint
 	$(PYTEST) $(PARALLEL) -m "not system"
@@ -77,4 +85,4 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/fill_bench.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) $(DEMO_HOME) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) $(DEMO_HOME) $(REPEAT_DIR) .pytest_cache .ruff_cache
