@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from kits.servicekit import free_port
+from kits.servicekit import raise_if_port_taken, start_on_free_port
 
 START_TIMEOUT = 90.0
 AIRFLOW = os.path.join(os.path.dirname(sys.executable), "airflow")
@@ -121,8 +121,11 @@ def prepare_home(home: Path, users: list[User], extra_env: dict[str, str] | None
 
 def start_api_server(env: dict[str, str]) -> ApiServer:
     """Start ``airflow api-server`` on 127.0.0.1 and wait until its health check answers."""
+    return start_on_free_port(lambda port: _api_server_on(port, env))
+
+
+def _api_server_on(port: int, env: dict[str, str]) -> ApiServer:
     home = Path(env["AIRFLOW_HOME"])
-    port = free_port()
     log_file = home / "api-server.log"
     command = [AIRFLOW, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     with log_file.open("wb") as log:
@@ -133,6 +136,7 @@ def start_api_server(env: dict[str, str]) -> ApiServer:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            raise_if_port_taken("airflow api-server", server.log_tail())
             raise RuntimeError(
                 f"airflow api-server exited with {process.returncode}:\n{server.log_tail()}"
             )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from kits.servicekit import free_port
+from kits.servicekit import raise_if_port_taken, start_on_free_port
 
 START_TIMEOUT = 60.0
 MOTO_SERVER = os.path.join(os.path.dirname(sys.executable), "moto_server")
@@ -76,34 +76,43 @@ class S3Server:
         self.client().delete_object(Bucket=bucket, Key=key)
 
 
+def _moto_on(port: int, log_dir: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """moto_server on ``port``, once it answers: its endpoint and process."""
+    log_file = log_dir / "moto.log"
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            [MOTO_SERVER, "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(int(START_TIMEOUT / 0.2)):
+        if process.poll() is not None:
+            raise_if_port_taken("moto_server", log_file.read_text())
+            raise RuntimeError(f"moto_server exited: {log_file.read_text()}")
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.get(f"{endpoint}/moto-api/", timeout=2)
+            return endpoint, process
+        time.sleep(0.2)
+    _stop(process)
+    raise RuntimeError(f"moto_server did not answer on {endpoint}")
+
+
 @contextlib.contextmanager
 def s3_server(log_dir: Path) -> Iterator[S3Server]:
-    port = free_port()
-    log = (log_dir / "moto.log").open("wb")
-    process = subprocess.Popen(
-        [MOTO_SERVER, "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
+    endpoint, process = start_on_free_port(lambda port: _moto_on(port, log_dir))
     try:
-        for _ in range(int(START_TIMEOUT / 0.2)):
-            if process.poll() is not None:
-                raise RuntimeError(f"moto_server exited: {(log_dir / 'moto.log').read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.get(f"{endpoint}/moto-api/", timeout=2)
-                break
-            time.sleep(0.2)
-        else:
-            raise RuntimeError(f"moto_server did not answer on {endpoint}")
         yield S3Server(endpoint, process)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
-        log.close()
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)

@@ -65,10 +65,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="module")
 def server(database_url: str, tmp_path_factory: pytest.TempPathFactory):
-    """A running ``fillpdf serve`` on that database (one per module and database)."""
+    """A running ``fillpdf serve`` on that database (one per module and database), its clock
+    mid-month so no quota period ends under a test."""
     from kits.servicekit import start_server
 
     running = start_server(tmp_path_factory.mktemp("service"), database_url)
+    running.start_mid_month()
     yield running
     running.stop()
 

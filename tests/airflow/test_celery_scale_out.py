@@ -14,6 +14,7 @@ import io
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -133,8 +134,12 @@ def test_mail_merge_on_two_workers_to_s3_then_a_missing_chunk_fails_the_merge(
     stack.clear("fillpdf_mail_merge", run_id, ["collect"])
     assert stack.wait_for_task("fillpdf_mail_merge", run_id, "collect", "success") == "failed"
     assert stack.wait("fillpdf_mail_merge", run_id) == "failed"
-    log = stack.task_logs("fillpdf_mail_merge", run_id, "collect")
-    assert f"chunk {gone} (rows {first}-{first + ROWS // CHUNKS - 1})" in log
+    # The worker reports the state and writes the log apart: wait for the line
+    named = f"chunk {gone} (rows {first}-{first + ROWS // CHUNKS - 1})"
+    deadline = time.monotonic() + 60
+    while named not in (log := stack.task_logs("fillpdf_mail_merge", run_id, "collect")):
+        assert time.monotonic() < deadline, log[-3000:]
+        time.sleep(0.2)
     assert "run/manifest.parquet" not in s3.keys(BUCKET, "run/")
 
 

@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from fillpdf_provider.account import Account
 from fillpdf_provider.quota import decide, projected_overage_usd
 from kits.flatkit import flat_form
-from kits.servicekit import Server, start_server
+from kits.servicekit import Server, mid_month_offset, start_server
 
 DEVELOPER = Account(
     plan="developer",
@@ -103,6 +104,7 @@ def test_projected_overage() -> None:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory):
     running = start_server(tmp_path_factory.mktemp("quota-service"))
+    running.shift_clock(mid_month_offset())  # pages spent stay in one month
     yield running
     running.stop()
 
@@ -131,20 +133,45 @@ def inbox(tmp_path: Path, *pages: int) -> str:
     return str(folder / "*.pdf")
 
 
-def statuses(service: Server, key_account: str) -> list[int]:
+def statuses(service: Server, key: str) -> list[int]:
+    """The statuses of every request the key made, by the service's log. Each line is
+    written after its answer: a last request of the test's own is waited for first."""
+    with service.client(key) as client:
+        last = client.get("/v1/account").headers["x-request-id"]
+    service.wait_for_requests(request_id=last)
+    account = service.account_of(key)
+    entries = service.log_entries()
     return [
-        json.loads(line)["status"]
-        for line in service.log_lines()
-        if line.startswith("{") and '"account": "' + key_account in line
+        e["status"]
+        for e in entries
+        if e.get("message") == "request" and e["account"] == account and e["request_id"] != last
     ]
 
 
-def next_month_offset() -> float:
-    now = dt.datetime.now(dt.UTC)
+def account_reads(service: Server, key: str) -> int:
+    """How many times the key has read its account so far, by the service's log."""
+    account = service.account_of(key)
+    return sum(
+        1
+        for e in service.log_entries()
+        if e.get("message") == "request" and e["account"] == account and e["path"] == "/v1/account"
+    )
+
+
+def next_month_offset(service: Server) -> float:
+    """The clock offset that puts the server 5 s into the month after its own."""
+    now = dt.datetime.fromtimestamp(service.now(), dt.UTC)
     first = (now.replace(day=28) + dt.timedelta(days=4)).replace(
         day=1, hour=0, minute=0, second=5, microsecond=0
     )
-    return (first - now).total_seconds()
+    return service.clock_offset() + (first - now).total_seconds()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:g} s"
+        time.sleep(0.05)
 
 
 def test_free_account_defers_until_the_reset_and_never_gets_402(
@@ -161,30 +188,31 @@ def test_free_account_defers_until_the_reset_and_never_gets_402(
         "detect": "fields_fast",
     }
     shifted = threading.Event()
+    month_ahead = next_month_offset(service)
+    same_month = service.clock_offset()
 
     def reset_later() -> None:
-        time.sleep(4)  # the run has deferred by now
-        service.shift_clock(next_month_offset())
+        # The operator reads the account, defers, and the trigger reads it again: the run
+        # is waiting in the triggerer once the key has read its account twice.
+        wait_until(lambda: account_reads(service, key) >= 2, "the deferral")
+        service.shift_clock(month_ahead)
         shifted.set()
 
     threading.Thread(target=reset_later, daemon=True).start()
     try:
-        started = time.monotonic()
         run = dagbag.get_dag("fillpdf_convert_inbox").test(run_conf=conf)
-        took = time.monotonic() - started
         assert run.state == "success"
         assert shifted.is_set(), "the run finished before the reset: it did not wait"
-        assert took >= 4
         assert sorted(p.name for p in out.glob("*.fillable.pdf")) == [
             "form-0.fillable.pdf",
             "form-1.fillable.pdf",
         ]
         with service.client(key) as client:
             assert client.get("/v1/account").json()["pages_used"] == 5  # the new month's
-        seen = statuses(service, service.account_of(key))
+        seen = statuses(service, key)
         assert 402 not in seen and seen.count(200) >= 5
     finally:
-        service.shift_clock(0)
+        service.shift_clock(same_month)
 
 
 def test_paid_plan_stops_at_the_overage_cap_before_uploading(
@@ -245,7 +273,7 @@ def test_skip_and_fail_policies(
     run = dagbag.get_dag("fillpdf_convert_inbox").test(run_conf=conf)
     ti = run.get_task_instance("convert")
     assert ti is not None and ti.state == state
-    assert 402 not in statuses(service, service.account_of(key))
+    assert 402 not in statuses(service, key)
 
 
 def test_the_sensor_waits_in_the_triggerer(service: Server, monkeypatch) -> None:
@@ -270,15 +298,20 @@ def test_the_sensor_waits_in_the_triggerer(service: Server, monkeypatch) -> None
 
     async def main() -> dict:
         task = asyncio.create_task(first_event())
-        await asyncio.sleep(1.5)
+        deadline = time.monotonic() + 120
+        while not account_reads(service, key):  # its first look, logged after the answer
+            assert not task.done(), task.result()
+            assert time.monotonic() < deadline, "the trigger never looked"
+            await asyncio.sleep(0.05)
         assert not task.done()  # 1 page left, 3 needed: still waiting
-        service.shift_clock(next_month_offset())
-        return await asyncio.wait_for(task, 20)
+        service.shift_clock(next_month_offset(service))
+        return await asyncio.wait_for(task, 60)
 
+    same_month = service.clock_offset()
     try:
         payload = asyncio.run(main())
     finally:
-        service.shift_clock(0)
+        service.shift_clock(same_month)
     assert payload["status"] == "ready" and payload["remaining"] == 25
 
 

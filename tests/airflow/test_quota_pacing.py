@@ -21,7 +21,7 @@ from fillpdf_provider.account import Account
 from fillpdf_provider.client import RateLimit
 from fillpdf_provider.triggers.quota import FillPdfQuotaTrigger, next_poll
 from kits.flatkit import flat_form
-from kits.servicekit import Server, start_server
+from kits.servicekit import Server, mid_month_offset, start_server
 
 
 def logged(capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -33,14 +33,17 @@ def logged(capsys: pytest.CaptureFixture[str]) -> list[str]:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory):
     running = start_server(tmp_path_factory.mktemp("quota-pacing"))
+    running.shift_clock(mid_month_offset())  # the spent pages stay in one month
     yield running
     running.stop()
 
 
-def spent_developer_key(service: Server, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A developer key with 1 of its 25 pages left, set as the default connection."""
+def spent_developer_key(service: Server, monkeypatch: pytest.MonkeyPatch, own: set[str]) -> str:
+    """A developer key with 1 of its 25 pages left, set as the default connection; the ids
+    of the requests that spent it go into ``own``."""
     key = service.create_key("developer")
-    with service.client(key) as client:
+    client, ids = service.own_requests(key)
+    with client:
         for pages in (10, 10, 4):
             response = client.post(
                 "/v1/convert",
@@ -48,27 +51,37 @@ def spent_developer_key(service: Server, monkeypatch: pytest.MonkeyPatch) -> str
                 data={"detect": "fields_fast"},
             )
             assert response.status_code == 200, response.text
+    own |= ids
     conn = {"conn_type": "fillpdf", "host": service.base_url, "password": key}
     monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_DEFAULT", json.dumps(conn))
     return key
 
 
-def answers(service: Server, key: str, since: int) -> list[int]:
-    """Statuses of the key's requests logged after line ``since``."""
+def looks(service: Server, key: str, own: set[str]) -> list[dict[str, Any]]:
+    """The request lines of the key's requests that the test did not make itself."""
     account = service.account_of(key)
-    entries = [json.loads(line) for line in service.log_lines()[since:] if line.startswith("{")]
     return [
-        e["status"] for e in entries if e.get("message") == "request" and e["account"] == account
+        e
+        for e in service.log_entries()
+        if e.get("message") == "request"
+        and e.get("account") == account
+        and e["request_id"] not in own
     ]
 
 
-def watch(trigger: FillPdfQuotaTrigger, seconds: float) -> None:
-    """Run the trigger for ``seconds``; it must still be waiting then."""
+def watch(trigger: FillPdfQuotaTrigger, service: Server, key: str, own: set[str]) -> list[int]:
+    """Run the trigger until its first look is logged, then ``QUIET_S`` more seconds, in which
+    it must look no more; the statuses of its looks."""
 
     async def main() -> None:
         events = trigger.run()
         task = asyncio.ensure_future(events.__anext__())
-        await asyncio.sleep(seconds)
+        deadline = time.monotonic() + LOOK_TIMEOUT_S
+        while not looks(service, key, own):  # a request's line is written after its answer
+            assert not task.done(), task.result()
+            assert time.monotonic() < deadline, "the trigger never looked"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(QUIET_S)
         assert not task.done(), task.result()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -76,18 +89,23 @@ def watch(trigger: FillPdfQuotaTrigger, seconds: float) -> None:
         await events.aclose()
 
     asyncio.run(main())
+    return [e["status"] for e in looks(service, key, own)]
+
+
+#: How long a test waits for the trigger's first look, and then watches it not look again
+#: (its next look is 12 s away, or a minute away in a used-up window).
+LOOK_TIMEOUT_S = 60
+QUIET_S = 6
 
 
 def test_a_waiting_guard_stays_inside_the_plans_rate_limit(
     service: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    key = spent_developer_key(service, monkeypatch)
-    since = len(service.log_lines())
+    own: set[str] = set()
+    key = spent_developer_key(service, monkeypatch, own)
     # Asked to look every half second: 14 looks in 7 s would be 429s after the 7th.
-    watch(FillPdfQuotaTrigger("fillpdf_default", pages=3, poll_interval=0.5), 7)
-    time.sleep(0.5)  # the request line is logged after the answer
-    seen = answers(service, key, since)
-    assert 429 not in seen and seen == [200], seen  # one look; the next is 12 s later
+    trigger = FillPdfQuotaTrigger("fillpdf_default", pages=3, poll_interval=0.5)
+    assert watch(trigger, service, key, own) == [200]  # one look; the next is 12 s later
     waits = logged(capsys)
     assert len(waits) == 1, waits
     wait = waits[0]
@@ -100,25 +118,31 @@ def test_a_waiting_guard_stays_inside_the_plans_rate_limit(
 def test_a_used_up_window_is_waited_out_not_retried_into(
     service: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    key = spent_developer_key(service, monkeypatch)
-    with service.client(key) as client:  # another task uses up the minute's requests
-        while client.get("/v1/account").status_code != 429:
+    own: set[str] = set()
+    key = spent_developer_key(service, monkeypatch, own)
+    client, ids = service.own_requests(key)
+    with client:  # another task uses up the minute's requests
+        while (used_up := client.get("/v1/account")).status_code != 429:
             pass
-        window_resets = int(client.get("/v1/account").headers["X-RateLimit-Reset"])
-    since = len(service.log_lines())
-    watch(FillPdfQuotaTrigger("fillpdf_default", pages=3, poll_interval=0.5), 3)
-    time.sleep(0.5)  # the request line is logged after the answer
-    assert answers(service, key, since) == [429]  # one look, then a wait for the reset
+    own |= ids
+    window_resets = int(used_up.headers["X-RateLimit-Reset"])
+    # The window is fixed to the server's minute. Put the server's clock back to the start of
+    # the window just used up, so its reset is a minute away, however long the set-up took
+    # and wherever in the minute the test runs (still the same window, so still used up).
+    back = window_resets - 59 - service.now()
+    resets_here = window_resets - (service.clock_offset() + back)  # on this machine's clock
+    trigger = FillPdfQuotaTrigger("fillpdf_default", pages=3, poll_interval=0.5)
+    with service.clock_shifted(service.clock_offset() + back):
+        assert watch(trigger, service, key, own) == [429]  # one look, then a wait for the reset
     waits = logged(capsys)
     assert len(waits) == 1 and "over its rate limit" in waits[0], waits
     found = re.search(r"looking again at (\d\d):(\d\d):(\d\d) UTC", waits[0])
     assert found, waits[0]
     hour, minute, second = (int(g) for g in found.groups())
-    reset = time.gmtime(window_resets)
-    # the window's reset, to the second (Retry-After rounds up)
+    reset = time.gmtime(resets_here)  # to the second (Retry-After rounds up)
     resets_at = reset.tm_hour * 3600 + reset.tm_min * 60 + reset.tm_sec
     looks_at = hour * 3600 + minute * 60 + second
-    assert 0 <= (looks_at - resets_at) % 86400 <= 2, (waits[0], window_resets)
+    assert 0 <= (looks_at - resets_at) % 86400 <= 2, (waits[0], resets_here)
 
 
 SPENT_DEVELOPER = Account(

@@ -15,6 +15,7 @@ import html
 import json
 import os
 import re
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import pytest
 
 from fillpdf_provider.embedded import EmbeddedFillPdf
 from kits.airflowkit import ApiServer, User, prepare_home, run_airflow, start_api_server
-from kits.servicekit import Server, flat_form, free_port, start_server
+from kits.servicekit import Server, flat_form, start_server
 
 CHROMIUM = os.environ.get("FILLPDF_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -63,6 +64,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     started = time.monotonic()
     root = tmp_path_factory.mktemp("quota-page")
     service = start_server(root / "service")
+    # The offline connection's port: bound and never listening, so it refuses every connection
+    # for the whole module and nothing else on the machine can take it meanwhile.
+    offline = socket.socket()
+    offline.bind(("127.0.0.1", 0))
     api = None
     try:
         key = service.create_key("pro")
@@ -87,7 +92,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 "AIRFLOW_CONN_FILLPDF_OFFLINE": json.dumps(
                     {
                         "conn_type": "fillpdf",
-                        "host": f"http://127.0.0.1:{free_port()}",
+                        "host": f"http://127.0.0.1:{offline.getsockname()[1]}",
                         "password": "fp_offline",
                     }
                 ),
@@ -109,6 +114,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         if api is not None:
             api.stop()
         service.stop()
+        offline.close()
 
 
 # --------------------------------------------------------------------------- refused
@@ -222,7 +228,7 @@ def test_the_page_in_chromium_shows_the_accounts_numbers(
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
-        page.set_default_timeout(20_000)
+        page.set_default_timeout(60_000)  # a guard against a hang, not a measure
 
         # A person opens the page by its address, is sent to Airflow's sign-in page, signs in,
         # and comes back to the page.

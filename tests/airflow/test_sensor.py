@@ -43,17 +43,24 @@ def use(monkeypatch: pytest.MonkeyPatch, host: str, key: str, conn_id: str = CON
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
 
 
-def account_looks(service: Server, key: str) -> int:
-    """How many times the key read its account, by the service's own request log."""
-    account = service.account_of(key)
-    entries = [json.loads(line) for line in service.log_lines() if line.startswith("{")]
-    return sum(
-        1
-        for e in entries
-        if e.get("message") == "request"
-        and e.get("account") == account
-        and e.get("path") == "/v1/account"
+def account_looks(service: Server, key: str, count: int) -> int:
+    """How many times the key read its account, by the service's own request log (each line
+    is written after its answer: waited for until ``count`` are there)."""
+    looks = service.wait_for_requests(
+        count=count, account=service.account_of(key), path="/v1/account"
     )
+    return len(looks)
+
+
+class ThreeLooks(FillPdfQuotaSensor):
+    """The sensor, whose run times out after its third look, however slow each look is."""
+
+    def poke(self, context: Any) -> bool:
+        fits = super().poke(context)
+        self.looked = getattr(self, "looked", 0) + 1
+        if self.looked == 3:
+            self.timeout = 0  # the poke loop reads it after each look
+        return fits
 
 
 def sensor(**kwargs: Any) -> FillPdfQuotaSensor:
@@ -66,12 +73,14 @@ def test_poke_mode_looks_through_one_client_and_closes_it(
 ) -> None:
     key = service.create_key("pro")
     use(monkeypatch, proxy.url, key)
-    waiting = sensor(pages=PRO_PAGES + 1, deferrable=False, poke_interval=0.2, timeout=1.0)
+    waiting = ThreeLooks(
+        task_id="wait_for_quota", fillpdf_conn_id=CONN, pages=PRO_PAGES + 1,
+        deferrable=False, poke_interval=0.2, timeout=600,
+    )  # fmt: skip
     client = waiting.hook.get_conn()  # the client the run will use
     with pytest.raises(AirflowSensorTimeout):
         waiting.execute({})
-    looks = account_looks(service, key)
-    assert looks >= 3, looks  # it poked several times...
+    assert account_looks(service, key, 3) == 3  # it looked three times...
     assert proxy.connections == 1  # ...through one connection, so one client
     with pytest.raises(RuntimeError, match="closed"):
         client.get_account()  # and closed it when the run ended
@@ -83,7 +92,7 @@ def test_poke_mode_returns_once_the_pages_fit(
     key = service.create_key("pro")
     use(monkeypatch, proxy.url, key)
     assert sensor(pages=PRO_PAGES, deferrable=False, poke_interval=0.2).execute({}) is None
-    assert account_looks(service, key) == 1
+    assert account_looks(service, key, 1) == 1
 
 
 def test_deferrable_mode_defers_to_the_quota_trigger(
@@ -102,7 +111,7 @@ def test_deferrable_mode_defers_to_the_quota_trigger(
         {"fillpdf_conn_id": CONN, "pages": PRO_PAGES + 1, "poll_interval": 30.0},
     )
     assert deferred.value.method_name == "execute_complete"
-    assert account_looks(service, key) == 1  # one look before deferring
+    assert account_looks(service, key, 1) == 1  # one look before deferring
     with pytest.raises(RuntimeError, match="closed"):
         client.get_account()  # the worker's client is closed before the wait
     # room already: no deferral at all
@@ -152,4 +161,4 @@ def test_the_connection_id_is_templated(service: Server, monkeypatch: pytest.Mon
     assert waiting.fillpdf_conn_id == "fp_rendered"
     assert waiting.execute({}) is None
     assert waiting.hook.fillpdf_conn_id == "fp_rendered"
-    assert account_looks(service, key) == 1
+    assert account_looks(service, key, 1) == 1

@@ -56,7 +56,7 @@ def test_a_503_is_retried_after_its_retry_after() -> None:
     with _client([busy], calls, retry=QUICK) as client:
         assert client.get_account().plan == "pro"
     assert len(calls) == 2
-    assert 1.0 <= calls[1] - calls[0] < 3.0
+    assert 1.0 <= calls[1] - calls[0] < 30.0  # after Retry-After, long before the minute
 
 
 def test_a_503_whose_wait_is_too_long_is_raised_typed() -> None:

@@ -61,12 +61,15 @@ def test_a_client_that_hangs_up_while_queued_leaves_the_queue() -> None:
     pool = _pool(queue_timeout_s=5)
 
     async def run() -> tuple[type[BaseException] | None, int]:
-        async def hold() -> None:
+        held, release = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:  # the slot is busy until the queued client has gone
             async with pool.slot():
-                await asyncio.sleep(0.3)
+                held.set()
+                await release.wait()
 
         holder = asyncio.create_task(hold())
-        await asyncio.sleep(0.05)
+        await held.wait()
         gone: asyncio.Task[None] = asyncio.create_task(asyncio.sleep(0.05))
         caught: type[BaseException] | None = None
         try:
@@ -74,6 +77,7 @@ def test_a_client_that_hangs_up_while_queued_leaves_the_queue() -> None:
                 pass
         except ClientGone:
             caught = ClientGone
+        release.set()
         await holder
         _, peak = await _jobs(pool, 2, 0.05)  # one slot still, and it is free
         return caught, peak

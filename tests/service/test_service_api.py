@@ -470,12 +470,10 @@ def test_authenticated_responses_carry_rate_limit_headers(server: Server) -> Non
 def test_logs_are_json_lines_with_request_ids(server: Server) -> None:
     with server.client(server.create_key()) as client:
         request_id = client.get("/v1/account").headers["x-request-id"]
-    entries = []
-    for line in server.log_lines():
-        if line.startswith("{"):
-            entries.append(json.loads(line))
-    mine = [e for e in entries if e.get("request_id") == request_id]
-    assert mine and mine[-1]["status"] == 200 and mine[-1]["path"] == "/v1/account"
+    # every line of the log is one JSON object
+    assert all(line.startswith("{") and json.loads(line) for line in server.log_lines())
+    mine = server.wait_for_requests(request_id=request_id)  # written after the answer
+    assert [(e["status"], e["path"], e["method"]) for e in mine] == [(200, "/v1/account", "GET")]
 
 
 def test_openapi_document_describes_the_api(server: Server) -> None:

@@ -10,18 +10,21 @@ middleware as every other error.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
+import threading
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from fillpdf_provider.api_errors import ERROR_TYPES
 from fillpdf_provider.client import ERRORS, FillPdfClient, RetryPolicy
 from fillpdf_provider.service import Settings, create_app
+from fillpdf_provider.service.db import reservations
 from fillpdf_provider.service.errors import ApiError, engine_error
 from fillpdf_provider.service.isolation import EngineFailure
 from kits.servicekit import Server, flat_form, start_server
@@ -90,16 +93,35 @@ def _stalled_body(server: Server, key: str) -> Answer:
 
 
 def _busy(server: Server, key: str) -> httpx.Response:
-    """Conversions sent together: the first takes the only child, the rest find no queue."""
-    pdf = flat_form(30)
+    """A conversion sent while another holds the only child, with no queue in front of it.
 
-    async def together() -> list[httpx.Response]:
-        async with server.async_client(key) as client:
-            calls = [client.post("/v1/convert", files={"file": ("f.pdf", pdf)}) for _ in range(4)]
-            return await asyncio.gather(*calls)
+    Pages are reserved once the child has counted them, so a reservation means the child is
+    busy; a long conversion keeps it so while the second arrives.
+    """
+    account = server.account_of(key)
+    held = threading.Thread(target=_convert_with, args=(server, key, flat_form(250)))
+    held.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not _reserved(server, account):
+            assert held.is_alive(), "the long conversion ended before it was seen converting"
+            assert time.monotonic() < deadline, "the long conversion never started"
+            time.sleep(0.02)
+        with server.client(key) as client:
+            return _convert(client, flat_form(1))
+    finally:
+        held.join(120)
 
-    responses = asyncio.run(together())
-    return next((r for r in responses if r.status_code == 503), responses[-1])
+
+def _convert_with(server: Server, key: str, pdf: bytes) -> None:
+    with server.client(key, timeout=120) as client:
+        _convert(client, pdf)
+
+
+def _reserved(server: Server, account: str) -> bool:
+    with server.db.connect() as conn:
+        query = select(reservations.c.account_id).where(reservations.c.account_id == account)
+        return conn.execute(query).first() is not None
 
 
 def _expired(server: Server, key: str) -> httpx.Response:
@@ -117,7 +139,7 @@ def _over_quota(server: Server) -> httpx.Response:
 
 def _rate_limited(server: Server) -> httpx.Response:
     key = server.create_key("enterprise", rate_limit_per_minute=1)
-    with server.client(key) as client:
+    with server.fresh_rate_window(), server.client(key) as client:
         client.get("/v1/account")
         return client.get("/v1/account")
 

@@ -60,10 +60,6 @@ def error_of(response: httpx.Response, status: int, error_type: str) -> dict:
     return body["error"]
 
 
-def new_log_entries(server: Server, since: int) -> list[dict]:
-    return [json.loads(line) for line in server.log_lines()[since:] if line.startswith("{")]
-
-
 # --------------------------------------------------------------------------- JSON bodies
 
 
@@ -187,31 +183,6 @@ def _read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-def _wait_for_log(server: Server, since: int, message: str, timeout: float = 10.0) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        entries = new_log_entries(server, since)
-        if any(e.get("message") == message for e in entries):
-            return entries
-        time.sleep(0.1)
-    raise AssertionError(f"no {message!r} in the log:\n" + "\n".join(server.log_lines()[since:]))
-
-
-def _wait_for_request(server: Server, since: int, request_id: str) -> list[dict]:
-    """The log entries of one request, once its "request" line is written. That line comes
-    after the answer is sent, so an earlier request's line can land after ``since``: entries
-    are told apart by request id, not by position."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        mine = [e for e in new_log_entries(server, since) if e.get("request_id") == request_id]
-        if any(e["message"] == "request" for e in mine):
-            return mine
-        time.sleep(0.1)
-    raise AssertionError(
-        f"no request line for {request_id}:\n" + "\n".join(server.log_lines()[since:])
-    )
-
-
 @pytest.mark.parametrize("path", ["/v1/convert", "/v1/fill"])
 def test_a_body_cut_short_is_400_logged_at_info_and_leaves_nothing(
     server: Server, key: str, path: str
@@ -228,15 +199,16 @@ def test_a_body_cut_short_is_400_logged_at_info_and_leaves_nothing(
         with contextlib.suppress(OSError):
             while sock.recv(65536):  # whatever comes back: the server closes its side
                 pass
-    entries = _wait_for_log(
-        server, since, "client closed the connection before the end of the body"
+    cut_short = "client closed the connection before the end of the body"
+    entries = server.wait_for_log(
+        lambda entries: any(e["message"] == cut_short for e in entries), since, what=cut_short
     )
-    cut = next(e for e in entries if e["message"].startswith("client closed"))
+    cut = next(e for e in entries if e["message"] == cut_short)
     assert cut["level"] == "info" and cut["path"] == path
     assert cut["received"] <= len(body) and cut["content_length"] == str(len(body) + 50_000)
-    mine = _wait_for_request(server, since, cut["request_id"])
-    assert [(e["path"], e["status"]) for e in mine if e["message"] == "request"] == [(path, 400)]
-    assert not [e for e in new_log_entries(server, since) if e["level"] in ("error", "critical")]
+    mine = server.wait_for_requests(since, request_id=cut["request_id"])
+    assert [(e["path"], e["status"]) for e in mine] == [(path, 400)]
+    assert not [e for e in server.log_entries(since) if e["level"] in ("error", "critical")]
     assert not list((server.data_dir / "uploads").iterdir())
     with server.client(key) as client:
         assert client.get("/v1/account").status_code == 200
@@ -286,8 +258,10 @@ def test_a_body_trickled_at_one_byte_a_second_gets_408(server: Server, key: str,
     assert headers["connection"] == "close"
     error = json.loads(answer)["error"]
     assert error["type"] == "request_timeout" and "KiB/s" in error["message"]
-    mine = _wait_for_request(server, since, headers["x-request-id"])
-    assert [e["status"] for e in mine if e["message"] == "request"] == [408]
+    request_id = headers["x-request-id"]
+    answered = server.wait_for_requests(since, request_id=request_id)  # the last line it logs
+    assert [e["status"] for e in answered] == [408]
+    mine = [e for e in server.log_entries(since) if e.get("request_id") == request_id]
     assert any(e["message"] == "request body too slow" for e in mine)
     assert not list((server.data_dir / "uploads").iterdir())
     with server.client(key) as client:  # still serving, and a normal upload still works
@@ -326,16 +300,19 @@ def _run_deadline(messages: list[tuple[float, dict]], app_reads: int, **limits: 
 def test_the_deadline_does_not_time_the_wait_after_the_body() -> None:
     body = {"type": "http.request", "body": b"x" * 10, "more_body": False}
     disconnect = {"type": "http.disconnect"}
+    # the client waits twice the grace after its body: nothing is timed by then
     seen, statuses = _run_deadline(
-        [(0.0, body), (0.6, disconnect)], 2, grace_s=0.1, min_rate=1_000_000
+        [(0.0, body), (2.0, disconnect)], 2, grace_s=1.0, min_rate=1_000_000
     )
     assert seen == [body, disconnect] and statuses == [200]
 
 
 def test_the_deadline_answers_408_for_a_slow_body_the_app_did_not_answer() -> None:
     chunk = {"type": "http.request", "body": b"x", "more_body": True}
+    # two bytes at once, then none for a minute: 408 once the grace (1 s) and the 2 bytes'
+    # share at 100 B/s are spent, without waiting for the third
     seen, statuses = _run_deadline(
-        [(0.0, chunk), (0.05, chunk), (1.0, chunk)], 3, grace_s=0.2, min_rate=100
+        [(0.0, chunk), (0.0, chunk), (60.0, chunk)], 3, grace_s=1.0, min_rate=100
     )
     assert len(seen) == 2 and statuses == [408]
 
@@ -343,8 +320,9 @@ def test_the_deadline_answers_408_for_a_slow_body_the_app_did_not_answer() -> No
 def test_a_body_at_the_rate_passes() -> None:
     chunk = {"type": "http.request", "body": b"x" * 100, "more_body": True}
     last = {"type": "http.request", "body": b"x" * 100, "more_body": False}
+    # 100 bytes every 0.1 s is ten times the minimum rate: a second of slack at each chunk
     seen, statuses = _run_deadline(
-        [(0.0, chunk), (0.1, chunk), (0.1, chunk), (0.1, last)], 4, grace_s=0.1, min_rate=500
+        [(0.0, chunk), (0.1, chunk), (0.1, chunk), (0.1, last)], 4, grace_s=1.0, min_rate=100
     )
     assert len(seen) == 4 and statuses == [200]
 
