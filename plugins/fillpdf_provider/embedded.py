@@ -43,7 +43,9 @@ PROBE_NAME = ".fillpdf-store-check"
 
 def default_store() -> Path:
     """``$FILLPDF_EMBEDDED_STORE``, else ``$AIRFLOW_HOME/fillpdf/conversions``, else
-    ``~/.cache/fillpdf/conversions``."""
+    ``~/.cache/fillpdf/conversions`` (outside Airflow: conversions kept a day are a cache,
+    and belong in the user's cache folder). README.md's ``conversions_uri`` row says the
+    same; tests/project/test_readme.py holds the two together."""
     if os.environ.get("FILLPDF_EMBEDDED_STORE"):
         return Path(os.environ["FILLPDF_EMBEDDED_STORE"])
     if os.environ.get("AIRFLOW_HOME"):

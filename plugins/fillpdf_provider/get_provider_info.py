@@ -57,7 +57,8 @@ def get_provider_info() -> dict[str, Any]:
                         "label": "Embedded conversions store",
                         "description": "Folder or URI (s3://bucket/prefix) where embedded mode "
                         "keeps conversions for 24 hours (empty: $AIRFLOW_HOME/fillpdf/"
-                        "conversions); workers on separate hosts need a shared one. The "
+                        "conversions, or ~/.cache/fillpdf/conversions where AIRFLOW_HOME is "
+                        "not set); workers on separate hosts need a shared one. The "
                         "Test button writes a small file there.",
                         "schema": {"type": ["string", "null"]},
                     },
@@ -70,8 +71,8 @@ def get_provider_info() -> dict[str, Any]:
                         "engine, in the worker)",
                         "password": "fpk_... from `fillpdf keys create` (api mode only)",
                         "timeout": "120",
-                        "conversions_uri": "s3://bucket/fillpdf-conversions (empty: a folder "
-                        "in $AIRFLOW_HOME)",
+                        "conversions_uri": "s3://bucket/fillpdf-conversions (empty: a local "
+                        "folder, see the description)",
                     },
                 },
             }

@@ -19,11 +19,16 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from airflow.sdk import ObjectStoragePath
-
 from fillpdf_provider.engine.files import write_atomic
+
+if TYPE_CHECKING:
+    # Imported where a remote location is first reached: importing Airflow configures it,
+    # which makes its home and log folders (~/airflow/logs without $AIRFLOW_HOME), and the
+    # embedded engine on local folders needs none of it.
+    from airflow.sdk import ObjectStoragePath
 
 LOCAL_PROTOCOLS = ("", "file", "local")
 # The connection Airflow's own providers use for a scheme when none is named.
@@ -51,6 +56,8 @@ class UploadError(RuntimeError):
 
 def storage_path(location: str | os.PathLike[str], conn_id: str | None = None) -> ObjectStoragePath:
     """``location`` as an ObjectStoragePath bound to its connection (see the module doc)."""
+    from airflow.sdk import ObjectStoragePath
+
     text = str(location)
     parts = urlsplit(text)
     if "@" in parts.netloc:  # the URI names its connection

@@ -1,12 +1,14 @@
 """The "FillPDF quota" page in a real Airflow, in a real browser.
 
-One module-wide set-up: a FillPDF service with a pro account that has converted a 3-page
-form, an embedded-engine connection in Airflow's database that has converted 2 pages, a
-connection to a service that is down, and ``airflow api-server`` on 127.0.0.1 with the
-plugin (from its entry point) and the simple auth manager's users ``ops`` (role op: may read
-connections) and ``viewer`` (may not). A person then signs in on Airflow's own login page in
-headless Chromium (Debian's package, driven by Playwright) and reads the numbers off the page.
-Without credentials, the page and its JSON are refused.
+One module-wide set-up: a FillPDF service with a pro account (connection ``fillpdf_pro``)
+that has converted a 3-page form, an embedded-engine connection in Airflow's database that
+has converted 2 pages, a connection to a service that is down, no ``fillpdf_default``
+connection although the embedded engine's default store holds a 3-page conversion, and
+``airflow api-server`` on 127.0.0.1 with the plugin (from its entry point) and the simple auth
+manager's users ``ops`` (role op: may read connections) and ``viewer`` (may not). A person
+then signs in on Airflow's own login page in headless Chromium (Debian's package, driven by
+Playwright) and reads the numbers off the page. Without credentials, the page and its JSON
+are refused with how to authenticate, and the way they name works.
 """
 
 from __future__ import annotations
@@ -80,13 +82,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
         local_store = root / "embedded-store"
         EmbeddedFillPdf(local_store).convert(flat_form(2))
+        # What tasks without a connection left in the embedded engine's default store: no
+        # account of fillpdf_default's, which does not exist.
+        EmbeddedFillPdf(root / "airflow" / "fillpdf" / "conversions").convert(flat_form(3))
 
         env = prepare_home(
             root / "airflow",
             [OPS, VIEWER],
             {
                 # Connections from the environment: the pro account and a service that is down.
-                "AIRFLOW_CONN_FILLPDF_DEFAULT": json.dumps(
+                "AIRFLOW_CONN_FILLPDF_PRO": json.dumps(
                     {"conn_type": "fillpdf", "host": service.base_url, "password": key}
                 ),
                 "AIRFLOW_CONN_FILLPDF_OFFLINE": json.dumps(
@@ -130,12 +135,40 @@ def test_the_page_and_its_json_refuse_callers_without_credentials(stack: Stack, 
         assert "pages_used" not in answer.text
         assert stack.service.base_url not in answer.text
 
+        detail = answer.json()["detail"]
+        assert detail.startswith("Not authenticated. Sign in to Airflow in a browser"), detail
+        assert '"Authorization: Bearer <access_token>"' in detail, detail
+
     forged = httpx.get(url, headers={"Authorization": "Bearer not.a.jwt"}, timeout=30)
     assert forged.status_code in (401, 403), forged.text
     assert "pages_used" not in forged.text
     cookie = httpx.get(url, cookies={"_token": "forged"}, timeout=30)
     assert cookie.status_code in (401, 403), cookie.text
     assert "pages_used" not in cookie.text
+
+
+def test_the_401_says_how_to_authenticate_and_that_way_works(stack: Stack) -> None:
+    """A script's author follows the refusal's words: the token endpoint it names, the body
+    it shows, the header it names; and a person learns where the password is."""
+    url = stack.api.base_url + PAGE + "?format=json"
+    detail = httpx.get(url, timeout=30).json()["detail"]
+    assert "/auth/login?next=" in detail, detail
+    assert "$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated" in detail, detail
+    assert "airflow api-server prints the password" in detail, detail
+    token_url = re.search(r"POST (/\S+) with the JSON", detail)
+    assert token_url, detail
+    answer = httpx.post(
+        stack.api.base_url + token_url.group(1),
+        json={"username": OPS.name, "password": OPS.password},
+        timeout=30,
+    )
+    assert answer.status_code == 201, answer.text
+    header = re.search(r'"(Authorization): Bearer <access_token>"', detail)
+    assert header, detail
+    token = answer.json()["access_token"]
+    page = httpx.get(url, headers={header.group(1): f"Bearer {token}"}, timeout=60)
+    assert page.status_code == 200, page.text
+    assert {row["conn_id"] for row in page.json()["connections"]} >= {"fillpdf_pro"}
 
 
 def test_a_browser_without_a_login_is_sent_to_the_sign_in_page(stack: Stack) -> None:
@@ -168,14 +201,21 @@ def test_the_json_matches_the_account(stack: Stack) -> None:
     )
     assert answer.status_code == 200, answer.text
     rows = {row["conn_id"]: row for row in answer.json()["connections"]}
-    assert set(rows) == {"fillpdf_default", "fillpdf_local", "fillpdf_offline"}
+    assert set(rows) == {"fillpdf_pro", "fillpdf_local", "fillpdf_offline", "fillpdf_default"}
     account = stack.account()
     for name in ("plan", "pages_used", "pages_included", "pages_remaining", "overage_pages"):
-        assert rows["fillpdf_default"][name] == account[name], name
-    assert rows["fillpdf_default"]["resets_at"] == account["period_end"]
+        assert rows["fillpdf_pro"][name] == account[name], name
+    assert rows["fillpdf_pro"]["resets_at"] == account["period_end"]
+    assert rows["fillpdf_pro"]["configured"] and rows["fillpdf_pro"]["billed"]
     assert rows["fillpdf_local"]["plan"] == "embedded"
     assert rows["fillpdf_local"]["pages_used"] == 2
+    assert rows["fillpdf_local"]["billed"] is False
+    assert rows["fillpdf_local"]["conversions_kept_in"] == str(stack.local_store)
     assert rows["fillpdf_offline"]["error"]
+    # No such connection: no account and no numbers (the default store's 3 pages are no
+    # account's), only that it is not configured.
+    assert rows["fillpdf_default"]["configured"] is False
+    assert "pages_used" not in rows["fillpdf_default"]
 
 
 # --------------------------------------------------------------------------- in Chromium
@@ -238,32 +278,46 @@ def test_the_page_in_chromium_shows_the_accounts_numbers(
         page.get_by_label("Password").fill(OPS.password)
         page.get_by_role("button", name="Sign in").click()
         page.wait_for_url(lambda url: httpx.URL(url).path == PAGE)
-        page.locator('[data-conn="fillpdf_default"]').wait_for()
+        page.locator('[data-conn="fillpdf_pro"]').wait_for()
 
         account = stack.account()
         assert account["pages_used"] == 3
-        assert _field(page, "fillpdf_default", "plan") == account["plan"] == "pro"
-        assert _field(page, "fillpdf_default", "pages_used") == (
+        assert _field(page, "fillpdf_pro", "plan") == account["plan"] == "pro"
+        assert _field(page, "fillpdf_pro", "pages_used") == (
             f"{account['pages_used']:,} of {account['pages_included']:,}"
         )
-        assert _field(page, "fillpdf_default", "remaining") == f"{account['pages_remaining']:,}"
-        overage = _field(page, "fillpdf_default", "overage_so_far")
+        assert _field(page, "fillpdf_pro", "remaining") == f"{account['pages_remaining']:,}"
+        overage = _field(page, "fillpdf_pro", "overage_so_far")
         assert overage == f"{account['overage_pages']} pages, ${account['overage_cost_usd']:,.2f}"
-        assert _field(page, "fillpdf_default", "resets") == account["period_end"]
-        assert _field(page, "fillpdf_default", "rate_limit") == (
+        assert _field(page, "fillpdf_pro", "resets") == account["period_end"]
+        assert _field(page, "fillpdf_pro", "rate_limit") == (
             f"{account['rate_limit_per_minute']} / min"
         )
-        assert _field(page, "fillpdf_default", "service") == stack.service.base_url
-        bar = page.locator('[data-conn="fillpdf_default"] [role="progressbar"]')
+        assert _field(page, "fillpdf_pro", "service") == stack.service.base_url
+        bar = page.locator('[data-conn="fillpdf_pro"] [role="progressbar"]')
         assert bar.get_attribute("aria-valuenow") == str(account["pages_used"])
         assert bar.get_attribute("aria-valuemax") == str(account["pages_included"])
 
-        assert _field(page, "fillpdf_local", "plan") == "embedded"
-        assert _field(page, "fillpdf_local", "pages_used") == "2"
-        assert _field(page, "fillpdf_local", "overage_so_far") == "—"  # no quota to go over
+        assert _field(page, "fillpdf_local", "plan") == (
+            "embedded: no plan, no quota, nothing billed"
+        )
+        assert _field(page, "fillpdf_local", "pages_converted") == "2 pages (not billed)"
+        assert _field(page, "fillpdf_local", "conversions_kept_in") == str(stack.local_store)
         assert _field(page, "fillpdf_local", "service") == "embedded engine"
+        local = page.locator('[data-conn="fillpdf_local"]').inner_text()
+        assert "Pages used" not in local and "Overage" not in local
         offline = page.locator('[data-conn="fillpdf_offline"] .error').inner_text()
         assert re.search(r"no answer", offline, re.IGNORECASE), offline
+
+        # The default connection does not exist: said so, with what to do, and no numbers.
+        default = page.locator('[data-conn="fillpdf_default"]').inner_text()
+        assert "fillpdf_default (not configured)" in default, default
+        assert "add a connection fillpdf_default of type FillPDF" in default, default
+        assert not re.search(r"\d", default.replace("fillpdf_default", "")), default
+        # Nothing was billed through Airflow, and the runs table says it lists billed runs.
+        runs = page.locator("table").inner_text()
+        assert "No billed conversion runs yet." in runs, runs
+        assert page.get_by_role("heading", name="Recent billed conversion runs").is_visible()
 
         shot = tmp_path / "fillpdf-quota-page.png"
         page.screenshot(path=str(shot), full_page=True)
@@ -276,7 +330,7 @@ def test_the_page_in_chromium_shows_the_accounts_numbers(
         page.get_by_role("menuitem", name="FillPDF quota").click()
         page.wait_for_url(lambda url: httpx.URL(url).path == "/plugin/fillpdf-quota")
         frame = page.frame_locator("iframe")
-        used = frame.locator('[data-conn="fillpdf_default"] dd[data-field="pages_used"]')
+        used = frame.locator('[data-conn="fillpdf_pro"] dd[data-field="pages_used"]')
         assert used.inner_text() == f"{account['pages_used']} of {account['pages_included']}"
         nav_shot = tmp_path / "fillpdf-quota-in-airflow.png"
         page.screenshot(path=str(nav_shot))
@@ -292,52 +346,55 @@ JUNE = ("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z")
 MID_JUNE = 1_750_032_000.0  # 2025-06-16T00:00:00Z: half of a 30-day month gone
 
 
-def _account(plan: str, used: int) -> Any:
-    from fillpdf_provider.client import Account
+PLANS = {  # pages included, overage rate, hard stop
+    "developer": (25, None, True),
+    "pro": (60, 0.90, False),
+    "enterprise": (None, None, False),
+}
 
-    included, rate, hard_stop = {"developer": (25, None, True), "pro": (60, 0.90, False)}[plan]
-    overage = 0 if hard_stop else max(0, used - included)
-    return Account(
+
+def _account(plan: str, used: int) -> Any:
+    """The account the service would answer: its arithmetic is ``Account.of_usage``'s."""
+    from fillpdf_provider.account import Account
+
+    included, rate, hard_stop = PLANS[plan]
+    return Account.of_usage(
         plan=plan,
-        period_start=JUNE[0],
-        period_end=JUNE[1],
-        pages_included=included,
         pages_used=used,
-        pages_remaining=max(0, included - used),
-        overage_pages=overage,
+        pages_included=included,
         overage_rate_usd=rate,
-        overage_cost_usd=None if rate is None else round(overage * rate, 2),
         max_pages_per_file=10,
         rate_limit_per_minute=10,
         hard_stop=hard_stop,
+        period_start=JUNE[0],
+        period_end=JUNE[1],
     )
 
 
-def _rendered(monkeypatch: pytest.MonkeyPatch, plan: str, used: int) -> tuple[dict, dict]:
-    """The account row and the page's fields for one account, without Airflow or a browser."""
-    from fillpdf_provider.ui import quota_data
+def _page(rows: list[dict[str, Any]]) -> str:
     from fillpdf_provider.ui.quota_page import render
 
-    class Backend:
-        def get_account(self) -> Any:
-            return _account(plan, used)
+    return render({"generated_at": "2025-06-16T00:00:00Z", "connections": rows, "recent_runs": []})
 
-        def close(self) -> None:
-            pass
 
-    monkeypatch.setattr(quota_data, "backend_for", lambda settings, **kw: Backend())
-    row = quota_data.account_row("fillpdf_default", None, MID_JUNE)
-    assert row["error"] is None
-    page = render({"generated_at": "2025-06-16T00:00:00Z", "connections": [row], "recent_runs": []})
-    fields = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', page))
+def _rendered(plan: str, used: int) -> tuple[dict, dict]:
+    """The account row and the page's fields for one account, without Airflow or a browser."""
+    from fillpdf_provider.ui.quota_data import account_fields
+
+    row = {
+        "conn_id": "fillpdf_pro",
+        "configured": True,
+        "mode": "api",
+        "base_url": "https://fillpdf.example.com",
+        **account_fields(_account(plan, used), MID_JUNE, billed=True),
+    }
+    fields = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', _page([row])))
     return row, {k: html.unescape(v) for k, v in fields.items()}
 
 
-def test_a_hard_stop_plan_is_never_projected_past_its_quota(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_hard_stop_plan_is_never_projected_past_its_quota() -> None:
     # 15 of 25 pages in half the month: 30 at this rate, but the developer plan stops at 25.
-    row, fields = _rendered(monkeypatch, "developer", 15)
+    row, fields = _rendered("developer", 15)
     assert row["projected_pages"] == 25
     assert row["quota_runs_out_at"] == "2025-06-26T00:00:00Z"  # 25 pages at 1 a day
     assert fields["pages_used"] == "15 of 25"
@@ -349,8 +406,8 @@ def test_a_hard_stop_plan_is_never_projected_past_its_quota(
     assert fields["projected_overage_cost"] == "none: the plan stops at its quota"
 
 
-def test_a_hard_stop_plan_whose_quota_is_used_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    row, fields = _rendered(monkeypatch, "developer", 25)
+def test_a_hard_stop_plan_whose_quota_is_used_up() -> None:
+    row, fields = _rendered("developer", 25)
     assert row["projected_pages"] == 25
     assert row["quota_runs_out_at"] == "2025-06-16T00:00:00Z"
     assert fields["projected_at_month_end"] == (
@@ -358,15 +415,64 @@ def test_a_hard_stop_plan_whose_quota_is_used_up(monkeypatch: pytest.MonkeyPatch
     )
 
 
-def test_a_hard_stop_plan_that_lasts_the_month(monkeypatch: pytest.MonkeyPatch) -> None:
-    row, fields = _rendered(monkeypatch, "developer", 5)
+def test_a_hard_stop_plan_that_lasts_the_month() -> None:
+    row, fields = _rendered("developer", 5)
     assert row["projected_pages"] == 10 and row["quota_runs_out_at"] is None
     assert fields["projected_at_month_end"] == "10 of 25"
 
 
 def test_a_plan_with_overage_is_projected_past_its_quota(monkeypatch: pytest.MonkeyPatch) -> None:
     # pro: 40 of 60 in half the month, 80 at month end, 20 pages of overage at $0.90.
-    row, fields = _rendered(monkeypatch, "pro", 40)
+    row, fields = _rendered("pro", 40)
     assert row["projected_pages"] == 80 and row["quota_runs_out_at"] is None
     assert fields["projected_at_month_end"] == "80"
     assert fields["projected_overage_cost"] == "$18.00"
+
+
+def test_overage_is_said_in_words_a_person_reads() -> None:
+    # A plan that stops at its quota never has overage: said so, not "0 pages, —".
+    _, fields = _rendered("developer", 15)
+    assert fields["overage_so_far"] == "none: the plan stops at its quota"
+    # A plan with overage: its pages and what they cost so far, $0.00 when there are none.
+    _, fields = _rendered("pro", 40)
+    assert fields["overage_so_far"] == "0 pages, $0.00"
+    _, fields = _rendered("pro", 61)
+    assert fields["overage_so_far"] == "1 page, $0.90"
+    _, fields = _rendered("pro", 70)
+    assert fields["overage_so_far"] == "10 pages, $9.00"
+    # A plan without a page quota has nothing to go over.
+    _, fields = _rendered("enterprise", 500)
+    assert (
+        fields["overage_so_far"]
+        == fields["projected_overage_cost"]
+        == ("none: the plan has no page quota")
+    )
+    assert fields["pages_used"] == "500"
+    for values in (fields, _rendered("developer", 15)[1], _rendered("pro", 70)[1]):
+        assert "—" not in values["overage_so_far"]
+
+
+def test_an_embedded_card_and_the_billed_runs_do_not_contradict_each_other(
+    tmp_path: Path,
+) -> None:
+    """Pages the embedded engine converted are not billed, so they are never shown as pages
+    "used" of a plan beside a table of billed runs that has none of them."""
+    from fillpdf_provider.ui.quota_data import account_fields, unconfigured_row
+
+    engine = EmbeddedFillPdf(tmp_path / "store")
+    engine.convert(flat_form(3))
+    row = {
+        "conn_id": "fillpdf_local",
+        "configured": True,
+        "mode": "embedded",
+        "base_url": None,
+        "conversions_kept_in": str(tmp_path / "store"),
+        **account_fields(engine.get_account(), MID_JUNE, billed=engine.has_quota),
+    }
+    page = _page([row, unconfigured_row("fillpdf_default")])
+    fields = dict(re.findall(r'<dd data-field="(\w+)">(.*?)</dd>', page))
+    assert fields["pages_converted"] == "3 pages (not billed)"
+    assert "pages_used" not in fields and "overage_so_far" not in fields
+    assert "Recent billed conversion runs" in page
+    assert "No billed conversion runs yet." in page
+    assert 'fillpdf_default <span class="muted">(not configured)</span>' in page

@@ -419,6 +419,20 @@ def test_the_api_docs_are_one_page_without_scripts(server: Server) -> None:
     assert "/v1/docs" not in openapi["paths"]
 
 
+def test_an_unknown_path_points_to_the_api_docs_for_people(server: Server) -> None:
+    """Someone who opens the service's root in a browser is sent to the reference they can
+    read, which is there, and to the OpenAPI document, which is there too."""
+    with server.client() as client:
+        for path in ("/", "/v1", "/v1/nowhere"):
+            message = error_of(client.get(path), 404, "not_found")["message"]
+            assert f"No such endpoint: {path}." in message, message
+            named = re.findall(r"(/v1/\w+(?:\.\w+)?)", message.partition(f"{path}.")[2])
+            assert named[:2] == ["/v1/docs", "/v1/openapi.json"], message
+            docs, openapi = client.get(named[0]), client.get(named[1])
+            assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+            assert openapi.status_code == 200 and "paths" in openapi.json()
+
+
 # --------------------------------------------------------------------------- the data folder
 
 

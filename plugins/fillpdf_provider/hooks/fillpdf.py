@@ -239,8 +239,10 @@ class FillPdfHook(BaseHook):
     :param fillpdf_conn_id: connection of type ``fillpdf``: host = base URL of the API,
         password = API key, extra ``{"mode": "api" | "embedded", "timeout": seconds,
         "conversions_uri": folder or URI}``. Embedded conversions are kept in
-        ``conversions_uri`` (default: a folder under ``$AIRFLOW_HOME``); workers on separate
-        hosts need a shared one, such as ``s3://bucket/fillpdf-conversions``. Without a
+        ``conversions_uri``, by default in ``$FILLPDF_EMBEDDED_STORE``, else
+        ``$AIRFLOW_HOME/fillpdf/conversions``, else ``~/.cache/fillpdf/conversions``
+        (``embedded.default_store``); workers on separate hosts need a shared one, such as
+        ``s3://bucket/fillpdf-conversions``. Without a
         connection of that id: the embedded engine for ``fillpdf_default``, an error for any
         other id.
     """

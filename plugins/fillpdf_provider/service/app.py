@@ -12,7 +12,11 @@ from fastapi import FastAPI
 from fillpdf_provider import __version__
 from fillpdf_provider.service.apidocs import install_docs
 from fillpdf_provider.service.body_deadline import BodyDeadline
-from fillpdf_provider.service.error_handlers import install_error_handlers
+from fillpdf_provider.service.error_handlers import (
+    DOCS_PATH,
+    OPENAPI_PATH,
+    install_error_handlers,
+)
 from fillpdf_provider.service.lifecycle import lifespan_of
 from fillpdf_provider.service.middleware import RequestEnvelope
 from fillpdf_provider.service.openapi import install_openapi
@@ -29,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Convert flat PDFs into fillable forms and fill them. Every request "
         "carries `Authorization: Bearer <API key>`, except signed document URLs.",
-        openapi_url="/v1/openapi.json",
+        openapi_url=OPENAPI_PATH,
         docs_url=None,  # install_docs: a page without third-party scripts
         redoc_url=None,
         redirect_slashes=False,  # its 307 would build Location from the Host header
@@ -42,7 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         min_rate=service.settings.body_min_rate,
     )
     app.add_middleware(RequestEnvelope)  # outermost: it sees every answer, even a 408
-    install_docs(app, "/v1/docs")
+    install_docs(app, DOCS_PATH)
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -13,6 +13,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fillpdf_provider.service.errors import ApiError
 
+DOCS_PATH = "/v1/docs"  # the reference for people (apidocs.install_docs)
+OPENAPI_PATH = "/v1/openapi.json"
+
 
 def error_response(error: ApiError) -> JSONResponse:
     """The JSON answer for ``error``, with its status and headers."""
@@ -44,7 +47,11 @@ async def _http_error(request: Request, error: StarletteHTTPException) -> JSONRe
             )
         )
     return error_response(
-        ApiError("not_found", f"No such endpoint: {request.url.path}; see /v1/openapi.json.")
+        ApiError(
+            "not_found",
+            f"No such endpoint: {request.url.path}. The API's endpoints are described at "
+            f"{DOCS_PATH} (the OpenAPI document: {OPENAPI_PATH}).",
+        )
     )
 
 

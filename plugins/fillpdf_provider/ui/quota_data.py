@@ -16,6 +16,7 @@ from fillpdf_provider.account import (
     runs_out_at,
 )
 from fillpdf_provider.client import FillPdfApiError, RetryPolicy
+from fillpdf_provider.embedded import default_store
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, backend_for, connection_settings
 
 RECENT_RUNS = 20
@@ -48,41 +49,60 @@ def fillpdf_connections() -> list[Any]:
     return [found[k] for k in sorted(found)]
 
 
-def account_row(conn_id: str, conn: Any | None, now: float) -> dict[str, Any]:
+def account_row(conn_id: str, conn: Any, now: float) -> dict[str, Any]:
     """One connection's plan and usage, or why they could not be read."""
-    row: dict[str, Any] = {"conn_id": conn_id}
+    row: dict[str, Any] = {"conn_id": conn_id, "configured": True}
     try:
-        settings = (
-            connection_settings(conn, conn_id)
-            if conn is not None
-            else {"mode": "embedded", "conversions_uri": None}
-        )
+        settings = connection_settings(conn, conn_id)
         row["mode"] = settings["mode"]
         row["base_url"] = settings.get("base_url") or None
+        if settings["mode"] == "embedded":
+            row["conversions_kept_in"] = str(settings.get("conversions_uri") or default_store())
         retry = RetryPolicy(max_retries=1, max_rate_limit_wait_s=0)
         with contextlib.closing(backend_for(settings, timeout=10, retry=retry)) as backend:
             account = backend.get_account()
+            billed = backend.has_quota
     except (FillPdfApiError, ValueError) as exc:
         row["error"] = str(exc)
         return row
-    row.update(
-        plan=account.plan,
-        pages_used=account.pages_used,
-        pages_included=account.pages_included,
-        pages_remaining=account.pages_remaining,
-        overage_pages=account.overage_pages,
-        overage_rate_usd=account.overage_rate_usd,
-        overage_cost_usd=account.overage_cost_usd,
-        projected_pages=projected_month_pages(account, now),
-        quota_runs_out_at=quota_runs_out_at(account, now),
-        projected_overage_usd=projected_overage_usd(account, now),
-        period_start=account.period_start,
-        resets_at=account.period_end,
-        rate_limit_per_minute=account.rate_limit_per_minute,
-        hard_stop=account.hard_stop,
-        error=None,
-    )
+    row.update(account_fields(account, now, billed=billed))
     return row
+
+
+def unconfigured_row(conn_id: str) -> dict[str, Any]:
+    """The default connection when it does not exist: nothing to read, and tasks that name no
+    connection run the embedded engine in their worker (usage on a worker's disk is not this
+    server's to count)."""
+    return {
+        "conn_id": conn_id,
+        "configured": False,
+        "mode": "embedded",
+        "base_url": None,
+        "error": None,
+    }
+
+
+def account_fields(account: Account, now: float, *, billed: bool) -> dict[str, Any]:
+    """What the page shows of an account. ``billed`` is False for the embedded engine: its
+    ``pages_used`` are pages converted locally, which no plan counts and no run bills."""
+    return {
+        "billed": billed,
+        "plan": account.plan,
+        "pages_used": account.pages_used,
+        "pages_included": account.pages_included,
+        "pages_remaining": account.pages_remaining,
+        "overage_pages": account.overage_pages,
+        "overage_rate_usd": account.overage_rate_usd,
+        "overage_cost_usd": account.overage_cost_usd,
+        "projected_pages": projected_month_pages(account, now),
+        "quota_runs_out_at": quota_runs_out_at(account, now),
+        "projected_overage_usd": projected_overage_usd(account, now),
+        "period_start": account.period_start,
+        "resets_at": account.period_end,
+        "rate_limit_per_minute": account.rate_limit_per_minute,
+        "hard_stop": account.hard_stop,
+        "error": None,
+    }
 
 
 def quota_runs_out_at(account: Account, now: float) -> str | None:
@@ -97,7 +117,8 @@ def _iso(epoch: float) -> str:
 
 
 def recent_runs(limit: int = RECENT_RUNS) -> list[dict[str, Any]]:
-    """The latest conversion runs with the pages they billed (ConvertOperator records them)."""
+    """The latest billed conversion runs with the pages they billed (ConvertOperator records
+    them for connections to a service; runs on the embedded engine bill nothing)."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
     from sqlalchemy import select
@@ -140,7 +161,7 @@ def quota_overview(now: float | None = None) -> dict[str, Any]:
     default = FillPdfHook.default_conn_name
     rows = [account_row(conn_id, conn, current) for conn_id, conn in connections.items()]
     if default not in connections:
-        rows.append(account_row(default, None, current))
+        rows.append(unconfigured_row(default))
     return {
         "generated_at": _iso(current),
         "connections": rows,

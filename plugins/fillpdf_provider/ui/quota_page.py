@@ -40,18 +40,56 @@ def _login_url(request: Request) -> str:
     return get_auth_manager().get_url_login(next_url=here)
 
 
+def how_to_authenticate(request: Request) -> str:
+    """What a caller without credentials can do: Airflow's bare "Not authenticated" leaves
+    a script's author to find Airflow's token endpoint, and a person the password."""
+    from airflow.api_fastapi.app import AUTH_MANAGER_FASTAPI_APP_PREFIX
+
+    token_url = f"{AUTH_MANAGER_FASTAPI_APP_PREFIX}/token"
+    return (
+        f"Sign in to Airflow in a browser ({_login_url(request)}) and open this page, or get "
+        f'a token: POST {token_url} with the JSON {{"username": "...", "password": "..."}} '
+        'answers {"access_token": "..."}; send it as the header '
+        '"Authorization: Bearer <access_token>". The user needs permission to read '
+        f"connections.{_password_hint()}"
+    )
+
+
+def _password_hint() -> str:
+    """Where Airflow's simple auth manager (Airflow 3's default) keeps the passwords it made;
+    other auth managers keep their users elsewhere."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+
+    if not isinstance(get_auth_manager(), SimpleAuthManager):
+        return ""
+    return (
+        " With Airflow's simple auth manager the users are [core] simple_auth_manager_users "
+        "(by default admin); airflow api-server prints the password it makes for each "
+        "(\"Password for user 'admin': ...\") and keeps them in the file named by [core] "
+        "simple_auth_manager_passwords_file (by default "
+        "$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated)."
+    )
+
+
 def create_quota_app() -> FastAPI:
     app = FastAPI(title="FillPDF quota", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.exception_handler(StarletteHTTPException)
     async def refused(request: Request, exc: StarletteHTTPException) -> Response:
-        """Scripts get Airflow's JSON refusal; a person in a browser gets the sign-in page
-        (no login yet, or it expired) or a page saying what is missing (signed in, not allowed)."""
-        if not _is_browser(request) or exc.status_code not in (401, 403):
-            return await http_exception_handler(request, exc)
+        """Scripts get Airflow's JSON refusal, a 401 with how to authenticate; a person in a
+        browser gets the sign-in page (no login yet, or it expired) or a page saying what is
+        missing (signed in, not allowed)."""
+        if not _is_browser(request):
+            if exc.status_code != 401:
+                return await http_exception_handler(request, exc)
+            detail = f"{str(exc.detail).rstrip('.')}. {how_to_authenticate(request)}"
+            return JSONResponse({"detail": detail}, status_code=401, headers=exc.headers)
         if exc.status_code == 401:
             return RedirectResponse(_login_url(request), status_code=303)
-        return HTMLResponse(_forbidden_page(_login_url(request)), status_code=403)
+        if exc.status_code == 403:
+            return HTMLResponse(_forbidden_page(_login_url(request)), status_code=403)
+        return await http_exception_handler(request, exc)
 
     @app.get("/quota", dependencies=[_authorized()])
     async def quota(request: Request) -> Any:
@@ -118,6 +156,10 @@ def _card(row: dict[str, Any]) -> str:
             f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>'
             f'<p class="error">{e(row["error"])}</p></section>'
         )
+    if not row["configured"]:
+        return _unconfigured_card(row)
+    if not row["billed"]:
+        return _embedded_card(row)
     used, included = row["pages_used"], row["pages_included"]
     facts = [
         ("Plan", row["plan"]),
@@ -127,22 +169,65 @@ def _card(row: dict[str, Any]) -> str:
         *_overage_facts(row),
         ("Resets", row["resets_at"] or "—"),
         ("Rate limit", _number(row["rate_limit_per_minute"], " / min")),
-        ("Service", row["base_url"] or "embedded engine"),
+        ("Service", row["base_url"]),
     ]
-    items = "".join(
+    return (
+        f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>{_bar(used, included)}'
+        f"<dl>{_facts(facts)}</dl></section>"
+    )
+
+
+def _facts(facts: list[tuple[str, str]]) -> str:
+    e = html.escape
+    return "".join(
         f'<dt>{e(k)}</dt><dd data-field="{e(k.lower().replace(" ", "_"))}">{e(str(v))}</dd>'
         for k, v in facts
     )
+
+
+def _unconfigured_card(row: dict[str, Any]) -> str:
+    """The default connection when it does not exist: what tasks do without it, and how to
+    set it up; no numbers, since there is no account to read."""
+    e = html.escape
+    conn_id = str(row["conn_id"])
     return (
-        f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>{_bar(used, included)}'
-        f"<dl>{items}</dl></section>"
+        f'<section class="card unconfigured" data-conn="{e(conn_id)}" data-configured="false">'
+        f'<h2>{e(conn_id)} <span class="muted">(not configured)</span></h2>'
+        f'<p class="note">No connection {e(conn_id)} is defined (in the metadata database '
+        "or in this server's AIRFLOW_CONN_ variables), so tasks that name no connection run "
+        "the embedded engine in their worker: no plan, no quota, nothing billed. To use a "
+        f"FillPDF service, add a connection {e(conn_id)} of type FillPDF (Admin &gt; "
+        "Connections) with the service's URL as its host and an API key as its "
+        "password.</p></section>"
     )
+
+
+def _embedded_card(row: dict[str, Any]) -> str:
+    """A connection to the embedded engine: pages it converted, which no plan counts and no
+    run bills (so they are not among the billed runs below)."""
+    e = html.escape
+    conn_id = e(str(row["conn_id"]))
+    facts = [
+        ("Plan", "embedded: no plan, no quota, nothing billed"),
+        ("Pages converted", f"{_pages(row['pages_used'])} (not billed)"),
+        ("Conversions kept in", row.get("conversions_kept_in") or "—"),
+        ("Service", "embedded engine"),
+    ]
+    return (
+        f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>'
+        '<p class="muted">Pages converted: those of the conversions in its store made this '
+        f"month (a conversion is kept 24 hours).</p><dl>{_facts(facts)}</dl></section>"
+    )
+
+
+def _pages(count: int) -> str:
+    return f"{count:,} page" if count == 1 else f"{count:,} pages"
 
 
 def _bar(used: int, included: int | None) -> str:
     """The share of the quota used, red once it is all used; a note where there is none."""
     if included is None:
-        return '<p class="muted">No page quota (embedded engine)</p>'
+        return '<p class="muted">No page quota on this plan</p>'
     share = min(100.0, 100.0 * used / included) if included else 0.0
     bar_class = "bar over" if used >= included else "bar"
     return (
@@ -152,17 +237,24 @@ def _bar(used: int, included: int | None) -> str:
 
 
 def _overage_facts(row: dict[str, Any]) -> list[tuple[str, str]]:
-    """The overage so far and the projected one; without a quota (the embedded engine)
-    there is nothing to go over, and a hard-stop plan never goes over."""
+    """The overage so far and the projected one, in words where a plan has none: without a
+    quota there is nothing to go over, a hard-stop plan refuses pages instead, and a plan
+    without an overage rate has no price for them."""
     if row["pages_included"] is None:
-        return [("Overage so far", "—"), ("Projected overage cost", "—")]
-    projected = (
-        "none: the plan stops at its quota"
-        if row.get("hard_stop")
-        else _usd(row["projected_overage_usd"])
-    )
-    so_far = f"{_number(row['overage_pages'])} pages, {_usd(row['overage_cost_usd'])}"
-    return [("Overage so far", so_far), ("Projected overage cost", projected)]
+        none = "none: the plan has no page quota"
+        return [("Overage so far", none), ("Projected overage cost", none)]
+    if row.get("hard_stop"):
+        none = "none: the plan stops at its quota"
+        return [("Overage so far", none), ("Projected overage cost", none)]
+    pages = _pages(row["overage_pages"] or 0)
+    if row["overage_rate_usd"] is None:
+        unpriced = "no overage rate on this plan"
+        return [("Overage so far", f"{pages} ({unpriced})"), ("Projected overage cost", unpriced)]
+    so_far = f"{pages}, {_usd(row['overage_cost_usd'] or 0.0)}"
+    return [
+        ("Overage so far", so_far),
+        ("Projected overage cost", _usd(row["projected_overage_usd"])),
+    ]
 
 
 def render(overview: dict[str, Any]) -> str:
@@ -174,7 +266,7 @@ def render(overview: dict[str, Any]) -> str:
             f"<td>{e(str(r['conn_id']))}</td><td class=num>{_number(r['pages'])}</td></tr>"
             for r in overview["recent_runs"]
         )
-        or '<tr><td colspan="5" class="muted">No conversion runs yet.</td></tr>'
+        or '<tr><td colspan="5" class="muted">No billed conversion runs yet.</td></tr>'
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>FillPDF quota</title>
@@ -195,7 +287,9 @@ td, th {{ border-bottom: 1px solid #e4e7eb; padding: .3rem .75rem; text-align: l
 <p class="muted">As of {e(overview["generated_at"])} ·
 JSON: <a href="?format=json">?format=json</a></p>
 <div class="cards">{cards}</div>
-<h2>Recent conversion runs</h2>
+<h2>Recent billed conversion runs</h2>
+<p class="muted">The pages each ConvertOperator run billed on a FillPDF service. Conversions
+on the embedded engine bill nothing and are not listed.</p>
 <table><thead><tr><th>When</th><th>DAG</th><th>Run</th><th>Connection</th>
 <th class=num>Pages billed</th></tr></thead>
 <tbody>{runs}</tbody></table>
