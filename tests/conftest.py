@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 
@@ -90,7 +91,7 @@ def airflow_db() -> None:
 
 
 @pytest.fixture(scope="session")
-def dagbag(airflow_db: None):
+def session_dagbag(airflow_db: None):
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
@@ -99,17 +100,21 @@ def dagbag(airflow_db: None):
 
 
 @pytest.fixture
-def dag_params_restored(dagbag):
-    """dag.test() leaves a run's conf in the Param objects a DAG's tasks share with it (so a
-    later run without that key would see it); put every DAG's defaults back after a test."""
+def dagbag(session_dagbag):
+    """The DAGs, every param's default put back after the test.
+
+    ``dag.test()`` resolves a run's conf into the Param objects the DAG and its tasks hold
+    (Airflow's ``process_params`` copies them by reference), so in one process a later run
+    without that key would see it: a test would depend on the tests before it.
+    """
     params = [
         param
-        for dag in dagbag.dags.values()
+        for dag in session_dagbag.dags.values()
         for holder in (dag, *dag.tasks)
         for param in holder.params.values()
         if hasattr(param, "value")
     ]
-    saved = [(param, param.value) for param in params]
-    yield
+    saved = [(param, copy.deepcopy(param.value)) for param in params]
+    yield session_dagbag
     for param, value in saved:
         param.value = value

@@ -68,8 +68,8 @@ def task_log(capfd: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.fixture
-def dags(dagbag, dag_params_restored):
-    """The DagBag, with every param's default put back after the test's run."""
+def dags(dagbag):
+    """The DagBag (every param's default is put back after the test)."""
     return dagbag
 
 

@@ -29,8 +29,6 @@ from fillpdf_provider.operators import (
 from kits.s3server import S3Server, s3_server
 from kits.servicekit import Server, start_server
 
-pytestmark = pytest.mark.usefixtures("dag_params_restored")
-
 INCLUDE = Path(__file__).resolve().parents[2] / "include"
 FORM = INCLUDE / "sample_form.pdf"
 ROWS = INCLUDE / "sample_rows.csv"

@@ -182,7 +182,7 @@ def test_gx_loggers_are_left_as_gx_set_them(fresh_gx: None) -> None:
 
 
 def test_a_failing_input_check_in_a_dag_run(
-    dagbag, dag_params_restored: None, fresh_gx: None, caplog: pytest.LogCaptureFixture,
+    dagbag, fresh_gx: None, caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:  # fmt: skip
     """The mail merge's input check, in a real run: no GX lines in the log; the failure
@@ -266,18 +266,29 @@ def test_many_bad_values_give_a_few_examples_and_a_count(form: Template) -> None
 
 
 def test_a_missing_column_names_the_column_that_looks_like_it(form: Template) -> None:
-    rows = sample_rows().rename(columns={"full_name": "Fullname", "newsletter": "News Letter!"})
+    # a field the form requires, and one it does not: both columns are mistakes to fix
+    rows = sample_rows().rename(columns={"email": "Emial", "newsletter": "News Leter"})
     report = input_rows_check(rows, form)
-    assert line_for(report, "column 'full_name'") == (
-        "- column 'full_name' is missing: no column fills the form's field 'full_name'; "
-        "did you mean 'Fullname'? Rename that column to 'full_name', or map it: "
-        "mapping={'Fullname': 'full_name'}. [expect_column_to_exist]"
+    assert line_for(report, "column 'email'") == (
+        "- column 'email' is missing: no column fills the form's field 'email'; "
+        "did you mean 'Emial'? Rename that column to 'email', or map it: "
+        "mapping={'Emial': 'email'}. [expect_column_to_exist]"
     )
-    assert "did you mean 'News Letter!'?" in line_for(report, "column 'newsletter'")
+    assert line_for(report, "column 'News Leter'") == (
+        "- column 'News Leter' (field 'newsletter'): matches no field but looks like "
+        "'newsletter', which no column fills. Map it (mapping={'News Leter': 'newsletter'}), "
+        "rename the column to 'newsletter', or map it to '' to leave it out. "
+        "[fillpdf_column_rule]"
+    )
+    assert len(report.failures) == 2
+    # the same spellings, named as the fields, are no mistake
+    matched = sample_rows().rename(columns={"email": "E-Mail", "newsletter": "News Letter!"})
+    assert input_rows_check(matched, form).success
 
 
 def test_a_missing_column_says_how_to_add_it_or_leave_it_out(form: Template) -> None:
-    report = input_rows_check(sample_rows().drop(columns=["plan", "email"]), form)
+    rows = sample_rows().drop(columns=["plan", "email"])
+    report = input_rows_check(rows, form, require_columns=["plan"])
     assert line_for(report, "column 'plan'") == (
         "- column 'plan' is missing: no column fills the form's field 'plan'. Add a column "
         "named 'plan' (or map one to it with mapping=), or leave 'plan' out of "
@@ -337,8 +348,9 @@ def test_each_input_failure_says_what_and_what_to_do(
 @pytest.mark.parametrize(
     ("value", "text"),
     [
-        pytest.param("1982-9-25", "1 of 25 rows is not a date written YYYY-MM-DD: "
-                     "'1982-9-25' (row 3). Write dates as YYYY-MM-DD, e.g. 2024-03-01.",
+        pytest.param("1982-9-25", "1 of 25 rows is not a date in the form's format or "
+                     "YYYY-MM-DD: '1982-9-25' (row 3). Write dates as the form shows them "
+                     "(`fillpdf inspect` gives the format) or as YYYY-MM-DD, e.g. 2025-03-05.",
                      id="not YYYY-MM-DD"),
         pytest.param("1982-02-30", "1 of 25 rows is not a date that exists: '1982-02-30' "
                      "(row 3). Check the month and day.", id="no such day"),
