@@ -15,8 +15,14 @@ Params (the trigger form checks each):
   a form converted by ``fillpdf_convert_inbox``. Only a conversion id is fetched from the
   FillPDF service, when a ``fillpdf_default`` connection names a host; the rows are filled
   on the worker either way, by the engine the service runs.
-- ``rows``: a CSV or Parquet file, one PDF per row; columns are matched to the form's fields
-  by name.
+- ``rows``: a CSV or Parquet file, one PDF per row. A column fills the field of its name
+  (also matched with case, spaces and punctuation set aside), or the field ``mapping``
+  names; fields no column fills stay empty.
+- ``mapping``: ``{"column": "field"}`` for columns whose names don't say which field they
+  fill; ``{"column": ""}`` leaves a column out. A column that matches no field but looks like
+  a field no column fills stops the run before any PDF is written, naming the mapping that
+  fixes it; any other column that fills nothing is logged once as not used.
+- ``strict_columns``: every column that fills nothing stops the run instead.
 - ``output``: a folder or an object-storage URI (``s3://bucket/run`` through the
   ``aws_default`` connection, or the one named in ``storage_conn_id``) for the PDFs and
   ``manifest.parquet``. Each of these may live in object storage, so workers on separate
@@ -61,6 +67,17 @@ PARAMS = {
         str(INCLUDE / "sample_rows.csv"), type="string", minLength=1, title="Rows",
         description="A CSV or Parquet file (path or URI), one PDF per row; columns fill "
                     "the fields of the same name",
+    ),
+    "mapping": Param(
+        # None, not {}: a dict default is one object, which a run's conf could change
+        None, type=["null", "object"], additionalProperties={"type": "string"},
+        title="Column mapping",
+        description='{"column": "field"} for columns whose names are not the fields\'; '
+                    '{"column": ""} leaves a column out',
+    ),
+    "strict_columns": Param(
+        False, type="boolean", title="Strict columns",
+        description="Stop the run if any column fills no field (default: listed as not used)",
     ),
     "output": Param(
         DEFAULT_OUTPUT, type="string", minLength=1, title="Output",
@@ -143,11 +160,20 @@ def fillpdf_mail_merge() -> None:
                 f"{exc} (params rows={params['rows']!r}, name_template={params['name_template']!r})"
             ) from None
         with FillPdfHook() as hook:
-            fields = open_form(hook, params["template"], conn_id=conn_id).fields
+            form = open_form(hook, params["template"], conn_id=conn_id)
+            fields = form.fields
+            dates = {f.name: form.date_format(f.name) for f in fields if f.type == "date"}
         if not params["check_input"]:
             return {"checked": False}
+        from fillpdf_provider.engine.batch import OutputNames
+
         with readable(params["rows"], conn_id) as rows:
-            report = input_rows_check(rows, fields)
+            report = input_rows_check(
+                rows, fields, params["mapping"] or None,
+                strict_columns=params["strict_columns"],
+                used=OutputNames(params["name_template"]).columns,
+                date_formats=dates,
+            )  # fmt: skip
         report.source = params["rows"]
         enforce(report, save_to=results_location(params["output"], "input"), conn_id=conn_id)
         return report.brief()
@@ -168,6 +194,8 @@ def fillpdf_mail_merge() -> None:
         rows="{{ params.rows }}",
         output_dir="{{ params.output }}",
         name_template="{{ params.name_template }}",
+        mapping="{{ params.mapping | tojson }}",
+        strict_columns="{{ params.strict_columns }}",
         require=True,  # rows without the form's required fields are reported, not filled
         storage_conn_id="{{ params.storage_conn_id }}",
     ).expand(chunk=chunks)
@@ -194,6 +222,7 @@ def fillpdf_mail_merge() -> None:
         template="{{ params.template }}",
         rows="{{ params.rows }}",
         output_dir="{{ params.output }}",
+        mapping="{{ params.mapping | tojson }}",
         storage_conn_id="{{ params.storage_conn_id }}",
     )
     fill >> collect(chunks) >> check_output

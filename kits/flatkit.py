@@ -177,3 +177,20 @@ def flat_form_schema() -> list[dict[str, Any]]:
         {"name": "country", "type": "choice", "page": 1, "rect": [150, 655, 300, 675],
          "options": ["SE", "NO"]},
     ]  # fmt: skip
+
+
+def merge_form_schema() -> list[dict[str, Any]]:
+    """``flat_form_schema`` with a date field (page two's email box): every kind of field a
+    mail-merge fills. A fresh copy each call."""
+    return [
+        *flat_form_schema(),
+        {"name": "signed_on", "type": "date", "page": 1, "rect": [150, 615, 450, 635]},
+    ]
+
+
+def merge_form() -> bytes:
+    """``flat_form(2)`` made fillable from ``merge_form_schema``: text, a date (mm/dd/yyyy),
+    a checkbox, radio groups and a choice, as a converted form has them."""
+    from fillpdf_provider.engine.convert import convert
+
+    return convert(flat_form(2), schema=merge_form_schema()).pdf

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from fillpdf_provider.engine.batch import BatchSummary
+    from fillpdf_provider.engine.filler import Template
     from fillpdf_provider.engine.schema import Field
 
 # Each command imports what it runs, when it runs: a one-off ``fillpdf fill`` must not pay
@@ -174,6 +175,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.errors import NoFormError
     from fillpdf_provider.engine.filler import Template
 
+    dates: dict[str, str] = {}
     try:
         template = Template(args.form)
     except NoFormError:
@@ -181,21 +183,29 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     else:
         _note_repairs(args.form, template.repaired)
         fields = template.fields
+        dates = {f.name: template.date_format(f.name) or "" for f in fields if f.type == "date"}
     if args.json:
-        _print_json({"fields": [f.to_dict() for f in fields]})
+        entries = [f.to_dict() for f in fields]
+        for entry in entries:
+            if dates.get(entry["name"]):
+                entry["date_format"] = dates[entry["name"]]
+        _print_json({"fields": entries})
     elif not fields:
         print(f"{args.form}: no fillable fields (convert it with `fillpdf convert`).")
     else:
-        _print_fields(fields)
+        _print_fields(fields, dates)
     return 0
 
 
-def _print_fields(fields: list[Field]) -> None:
+def _print_fields(fields: list[Field], dates: dict[str, str]) -> None:
     """The fields as a table a person reads: name, type, page and what limits the value."""
     width = min(60, max(len(f.name) for f in fields))
     print(f"{'name':<{width}}  {'type':<9} page  details")
     for f in fields:
-        print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(_details(f))}")
+        details = _details(f)
+        if dates.get(f.name):
+            details.insert(0, f"format {dates[f.name]} (or YYYY-MM-DD)")
+        print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(details)}")
     print(f"{len(fields)} fields")
 
 
@@ -210,21 +220,49 @@ def _details(field: Field) -> list[str]:
     return details + [name for name, on in flags.items() if on]
 
 
+def _fillable(path: str) -> Template:
+    """The form at ``path``; a flat PDF is refused with the command that makes it fillable."""
+    from fillpdf_provider.engine.errors import NoFormError
+    from fillpdf_provider.engine.filler import Template
+
+    try:
+        return Template(path)
+    except NoFormError:
+        fillable = Path(path).with_suffix(".fillable.pdf")
+        raise FillPdfError(
+            f"{path} has no fillable fields: it is a flat form (or its widgets are all "
+            f"hidden). Make it fillable first, then fill that: fillpdf convert {path} -o "
+            f"{fillable}"
+        ) from None
+
+
 def _cmd_fill(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.appearance import Fit
     from fillpdf_provider.engine.coerce import coerce_values
+    from fillpdf_provider.engine.columns import plan_columns
     from fillpdf_provider.engine.files import write_atomic
-    from fillpdf_provider.engine.filler import Template
 
     values = _read_json(args.values, "values")
     if not isinstance(values, dict):
         raise FillPdfError(f'{args.values} must hold a JSON object: {{"field name": value}}.')
     fit = Fit(args.overflow, args.min_font_size)
     try:
-        template = Template(args.form)
+        template = _fillable(args.form)
         _note_repairs(args.form, template.repaired)
-        # One rule for a value everywhere: what a batch's cell takes, a JSON value takes.
+        # One rule everywhere: a key fills a field as a batch's column does, and what a
+        # batch's cell takes, a JSON value takes.
         fields = {f.name: f for f in template.fields}
+        plan = plan_columns(list(values), template.fields, _mapping(args))
+        plan.check(strict=args.strict_columns, flags=True)
+        if values and not plan.pairs and not plan.left_out:
+            raise FillPdfError(
+                f"No key of {args.values} matches a field of the form: "
+                f"{', '.join(map(repr, list(values)[:10]))}. Name the keys after the fields "
+                "(`fillpdf inspect FORM.pdf` lists them), or map them with --map KEY=FIELD."
+            )
+        if note := plan.not_used_note():
+            print(note.replace("columns", "keys"), file=sys.stderr)
+        values = {plan.pairs[k]: v for k, v in values.items() if k in plan.pairs}
         dates = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
         values = coerce_values(fields, values, dates)
         filled = template.fill_result(values, flatten=args.flatten, fit=fit)
@@ -335,10 +373,10 @@ class _Progress:
 def _cmd_batch(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.appearance import Fit
     from fillpdf_provider.engine.batch import fill_rows, total_rows
-    from fillpdf_provider.engine.filler import Template
+    from fillpdf_provider.engine.columns import ColumnError
 
     fit = Fit(args.overflow, args.min_font_size)
-    template = Template(args.form)
+    template = _fillable(args.form)
     _note_repairs(args.form, template.repaired)
     mode = _progress_mode(args.progress, sys.stderr)
     total = total_rows(args.rows) if mode != "off" else None
@@ -355,12 +393,16 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             progress_every=progress.every,
             require=args.require,
             fit=fit,
+            mapping=_mapping(args),
+            strict_columns=args.strict_columns,
         )
+    except ColumnError as exc:
+        raise FillPdfError(exc.worded(flags=True), param=exc.param) from None
     finally:
         progress.close()
-    if summary.unmapped_columns:
+    if summary.unused_columns:
         print(
-            "columns that match no field (ignored): " + ", ".join(summary.unmapped_columns),
+            "columns not used (they match no field): " + ", ".join(summary.unused_columns),
             file=sys.stderr,
         )
     shown = summary.errors[:5]
@@ -588,10 +630,11 @@ def _fill_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "fill",
         help="fill a form with values from a JSON file",
-        description="Fill a form once. Values are read as batch reads cells: a checkbox takes "
-        "true/false, yes/no, 1/0, x or on/off; a radio group or choice one of its options; a "
-        "date field a date; fields left out stay as the form has them. See the field names "
-        "with fillpdf inspect.",
+        description="Fill a form once. Keys fill fields as batch's columns do, and values are "
+        "read as batch reads cells: a checkbox takes true/false, yes/no, 1/0, x or on/off; a "
+        "radio group or choice one of its options; a date field a date in the form's format "
+        "or ISO 8601 (2025-03-05), written in the form's format; fields left out stay as the "
+        "form has them. See the field names with fillpdf inspect.",
     )
     p.add_argument("form", help="a fillable PDF")
     p.add_argument(
@@ -605,6 +648,7 @@ def _fill_command(commands: Subcommands) -> None:
     )
     p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
     _fit_flags(p)
+    _column_flags(p, "key")
     p.set_defaults(run=_cmd_fill)
 
 
@@ -613,9 +657,12 @@ def _batch_command(commands: Subcommands) -> None:
         "batch",
         help="fill a form once per row of a CSV or Parquet file",
         description="Fill a form once per row: one PDF each in --out-dir, and manifest.parquet "
-        "with every row's outcome. Columns fill the fields of the same name (also matched "
-        "lower-cased, with spaces and dashes read as _); rows whose columns match no field "
-        "are refused before anything is written. The exit status is 1 when any row failed.",
+        "with every row's outcome. A column fills the field of its name (also matched "
+        "lower-cased, with spaces and punctuation set aside) or the field --map names. A "
+        "column that matches no field but looks like a field no column fills is an error, "
+        "before anything is written; any other is listed once as not used (--strict-columns: "
+        "an error). Fields no column fills stay empty. The exit status is 1 when any row "
+        "failed.",
     )
     p.add_argument("form", help="a fillable PDF")
     p.add_argument("rows", help="CSV or Parquet file; columns named like the fields")
@@ -640,6 +687,7 @@ def _batch_command(commands: Subcommands) -> None:
         help="a row that leaves a field the form marks required empty is a bad row",
     )
     _fit_flags(p)
+    _column_flags(p, "column")
     p.add_argument(
         "--progress",
         choices=PROGRESS_MODES,
@@ -757,6 +805,50 @@ def _fit_flags(p: argparse.ArgumentParser) -> None:
         metavar="PT",
         help="text shrinks down to this size before --overflow applies (default 4)",
     )
+
+
+def _column_flags(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="COLUMN=FIELD",
+        help=f"fill FIELD from {what} COLUMN (repeatable); COLUMN= leaves it out on purpose",
+    )
+    p.add_argument(
+        "--mapping",
+        metavar="FILE.json",
+        help=f'a JSON file of {{"{what} COLUMN": "FIELD"}}, as many --map ("" leaves one out)',
+    )
+    p.add_argument(
+        "--strict-columns",
+        action="store_true",
+        help=f"a {what} that matches no field is an error (default: listed once as not used)",
+    )
+
+
+def _mapping(args: argparse.Namespace) -> dict[str, str]:
+    """``--mapping FILE.json`` and then each ``--map COLUMN=FIELD``, as one mapping."""
+    mapping: dict[str, str] = {}
+    if args.mapping:
+        loaded = _read_json(args.mapping, "mapping")
+        if not isinstance(loaded, dict) or not all(
+            isinstance(v, str | None) for v in loaded.values()
+        ):
+            raise FillPdfError(
+                f'{args.mapping} must hold a JSON object of {{"COLUMN": "FIELD"}}; a field of '
+                '"" (or null) leaves the column out.'
+            )
+        mapping.update({str(k): v or "" for k, v in loaded.items()})
+    for pair in args.map:
+        column, equals, field_name = pair.partition("=")
+        if not equals or not column:
+            raise FillPdfError(
+                f"--map {pair!r} is not COLUMN=FIELD; write e.g. --map 'E-mail=email' "
+                "(--map 'notes=' leaves the column notes out)."
+            )
+        mapping[column] = field_name
+    return mapping
 
 
 def _store_flags(p: argparse.ArgumentParser) -> None:

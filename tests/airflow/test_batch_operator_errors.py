@@ -484,3 +484,54 @@ def test_a_table_with_no_rows_keeps_its_columns_and_fills_nothing(
     assert not list((tmp_path / "out").glob("*.pdf"))
     with pytest.raises(InputError, match=re.escape("names {nope}, which is not a column")):
         check_batch_params(rows, name_template="{nope}.pdf")
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def test_a_mapping_as_rendered_json_and_strict_columns_as_a_rendered_flag(tmp_path: Path) -> None:
+    rows = rows_file(tmp_path, "full_name,Work mail,ref\nAda,ada@example.org,r1\n")
+    result = batch(
+        tmp_path / "out", rows=rows, mapping='{"Work mail": "email"}', name_template="{ref}.pdf",
+        strict_columns="True",
+    )  # fmt: skip
+    assert result["ok"] == 1 and result["unused_columns"] == []
+    assert (tmp_path / "out" / "r1.pdf").exists()
+    # a param left empty renders as null: no mapping
+    unmapped = batch(tmp_path / "none", rows=rows, mapping="null", name_template="{ref}.pdf")
+    assert unmapped["unused_columns"] == ["Work mail"]
+
+
+def test_strict_columns_fails_the_task_naming_each_column(tmp_path: Path) -> None:
+    rows = rows_file(tmp_path, "full_name,email,nickname\nAda,a@b.c,a\n")
+    with pytest.raises(AirflowFailException) as raised:
+        batch(tmp_path / "out", rows=rows, strict_columns="True")
+    message = no_retry(raised)
+    assert "column 'nickname' matches no field (strict columns)" in message
+    assert "mapping={'nickname': ''}" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_near_name_fails_the_task_with_the_mapping_that_fixes_it(tmp_path: Path) -> None:
+    rows = rows_file(tmp_path, "full_name,Emial\nAda,a@b.c\n")
+    with pytest.raises(AirflowFailException) as raised:
+        batch(tmp_path / "out", rows=rows)
+    assert "looks like 'email'" in no_retry(raised)
+    assert "mapping={'Emial': 'email'}" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [("{not json", "is not a JSON object"), ('["a"]', "must map column names"),
+     ('{"a": 1}', "must map column names")],
+)  # fmt: skip
+def test_a_mapping_that_is_no_mapping_is_refused(tmp_path: Path, given: str, says: str) -> None:
+    rows = rows_file(tmp_path, "full_name\nAda\n")
+    with pytest.raises(AirflowFailException, match=says):
+        batch(tmp_path / "out", rows=rows, mapping=given)
+
+
+def test_strict_columns_that_is_no_flag_is_refused(tmp_path: Path) -> None:
+    rows = rows_file(tmp_path, "full_name\nAda\n")
+    with pytest.raises(AirflowFailException, match="strict_columns must be true or false"):
+        batch(tmp_path / "out", rows=rows, strict_columns="maybe")

@@ -97,7 +97,7 @@ def test_file_uris_and_an_explicit_mapping(tmp_path: Path) -> None:
         output_dir=(tmp_path / "out").as_uri(),
         mapping={"customer": "full_name", "mail": "email"},
     )
-    assert result["ok"] == 1 and result["unmapped_columns"] == []
+    assert result["ok"] == 1 and result["unused_columns"] == []
     fields = PdfReader(tmp_path / "out" / "1.pdf").get_fields() or {}
     assert fields["full_name"]["/V"] == "Ada Lovelace"
 

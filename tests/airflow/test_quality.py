@@ -132,7 +132,7 @@ def _set(row: int, column: str, value: str) -> Mutation:
 
 
 INPUT_CASES: list[tuple[str, Mutation, str, str, tuple[int, ...]]] = [
-    ("missing column", lambda r: r.drop(columns=["plan"]), "expect_column_to_exist", "plan", ()),
+    ("missing column", lambda r: r.drop(columns=["email"]), "expect_column_to_exist", "email", ()),
     ("checkbox", _set(2, "newsletter", "maybe"), "expect_column_values_to_be_in_set",
      "newsletter", (2,)),
     ("radio option", _set(4, "plan", "Gold"), "expect_column_values_to_be_in_set", "plan", (4,)),
@@ -187,13 +187,17 @@ def test_a_mapped_column_is_checked_as_its_field(form: Template) -> None:
 
 def test_which_columns_are_expected(form: Template) -> None:
     rows = sample_rows().drop(columns=["plan", "notes"])
-    assert not input_rows_check(rows, form).success
-    assert input_rows_check(rows, form, require_columns=["full_name"]).success
+    assert input_rows_check(rows, form).success  # fields no column fills stay empty
+    report = input_rows_check(rows, form, require_columns=["plan"])  # unless asked for
+    assert only_failure(report) == ("expect_column_to_exist", "plan", ())
     # A required field needs its column whatever require_columns says.
     report = input_rows_check(rows.drop(columns=["email"]), form, require_columns=[])
     assert only_failure(report) == ("expect_column_to_exist", "email", ())
-    renamed = sample_rows().rename(columns={"full_name": "Full Name"})  # matched by name
-    assert input_rows_check(renamed, form).success
+    # and so does a mapped one
+    report = input_rows_check(rows, form, mapping={"Plan": "plan"})
+    assert only_failure(report) == ("expect_column_to_exist", "Plan", ())
+    renamed = sample_rows().rename(columns={"full_name": "Full Name", "zip": "ZIP"})
+    assert input_rows_check(renamed, form).success  # matched by name
 
 
 def test_a_bad_csv_is_reported_by_column_and_row(form: Template, tmp_path: Path) -> None:
@@ -201,7 +205,7 @@ def test_a_bad_csv_is_reported_by_column_and_row(form: Template, tmp_path: Path)
     rows.loc[[1, 8], "newsletter"] = ["maybe", "perhaps"]
     path = tmp_path / "rows.csv"
     rows.to_csv(path, index=False)
-    report = input_rows_check(path, form)
+    report = input_rows_check(path, form, require_columns=["country"])
     lines = report.summary().splitlines()
     assert lines[0].startswith(f"Input rows check of {path} FAILED: 2 of ")
     assert lines[1] == (
@@ -403,12 +407,12 @@ def test_enforce_saves_json_and_fails_the_task_with_the_summary(
 def test_enforce_passes_a_good_report_through(form: Template, tmp_path: Path) -> None:
     report = run_check("input", ROWS, form, save_to=tmp_path / "input.json")
     assert report.success and json.loads((tmp_path / "input.json").read_text())["success"]
-    with pytest.raises(AirflowFailException, match="'plan' is missing"):
-        run_check("input", sample_rows().drop(columns=["plan"]), form)
+    with pytest.raises(AirflowFailException, match="'email' is missing"):
+        run_check("input", sample_rows().drop(columns=["email"]), form)
 
 
 def test_input_operator_fails_before_any_pdf_is_written(tmp_path: Path) -> None:
-    rows = sample_rows().drop(columns=["plan"])
+    rows = sample_rows().drop(columns=["email"])
     rows.loc[3, "photo_consent"] = "sometimes"
     rows.to_csv(tmp_path / "rows.csv", index=False)
     out = tmp_path / "out"
@@ -419,7 +423,7 @@ def test_input_operator_fails_before_any_pdf_is_written(tmp_path: Path) -> None:
     with pytest.raises(AirflowFailException) as raised:
         check.execute(context={})  # type: ignore[arg-type]
     message = str(raised.value)
-    assert "column 'plan' is missing" in message
+    assert "column 'email' is missing" in message
     assert "column 'photo_consent': 1 of 25 rows" in message and "row 4" in message
     assert not list(out.rglob("*.pdf"))
     assert json.loads((out / "_quality" / "input.json").read_text())["failed"] == 2

@@ -19,6 +19,7 @@ from fillpdf_provider.engine import inspect
 from kits import formedit, viewcheck
 from kits.cli_support import ROOT, assert_clean_error, run
 from kits.formkit import Spec, build_form
+from kits.tables import write_csv
 
 SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
 SAMPLE_ROWS = ROOT / "include" / "sample_rows.csv"
@@ -29,14 +30,6 @@ UNSAFE = re.compile(r"[^\w.\- ]+")
 def sample_rows() -> list[dict[str, str]]:
     with SAMPLE_ROWS.open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
-
-
-def write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 def manifest(out_dir: Path) -> list[dict[str, object]]:

@@ -89,3 +89,12 @@ def test_the_operator_logs_plain_progress_of_the_whole_table(
     assert re.search(
         rf"batch: 25/25 rows \(100%\), {failed} failed, [\d,.]+ rows/s, done in \S+", lines[-1]
     ), lines[-1]
+
+
+def test_a_batch_under_a_second_says_how_many_milliseconds() -> None:
+    from fillpdf_provider.engine.batch import BatchSummary
+
+    summary = BatchSummary(rows=3, ok=3, seconds=0.008, finished=True)
+    assert " in 8 ms, " in summary.line()
+    assert summary.progress_parts(0.008)[-1] == "done in 8 ms"
+    assert " in 2.5s, " in BatchSummary(rows=3, ok=3, seconds=2.5).line()

@@ -8,6 +8,7 @@ PDFium bakes them into pages whose own content is removed first.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import re
 
@@ -16,6 +17,7 @@ import pytest
 
 from fillpdf_provider.engine import Fit, Template
 from fillpdf_provider.engine.convert import convert
+from fillpdf_provider.engine.dates import format_date
 from kits import viewcheck
 from kits.flatten import flatten_form
 from tests.engine.test_corpus_roundtrip import CORPUS, FORMS, SMALLEST
@@ -36,10 +38,10 @@ def _values(template: Template) -> dict[str, object]:
         elif field.type in ("radio", "choice"):
             if field.options:
                 values[field.name] = field.options[-1]
+        elif field.type == "date":  # in the form's own format, as the filler requires
+            values[field.name] = format_date(dt.date(2024, 1, 2), template.date_format(field.name))
         elif field.max_length:
             values[field.name] = "1234567890"[: field.max_length]
-        elif field.type == "date":
-            values[field.name] = "01/02/2024"
         else:
             values[field.name] = TEXTS[index % len(TEXTS)]
     return values

@@ -44,15 +44,8 @@ if TYPE_CHECKING:
         read_columns,
         total_rows,
     )
-    from fillpdf_provider.engine.coerce import (
-        FALSE_WORDS,
-        TRUE_WORDS,
-        coerce_values,
-        map_columns,
-        near_fields,
-        normalise,
-        to_text,
-    )
+    from fillpdf_provider.engine.coerce import FALSE_WORDS, TRUE_WORDS, coerce_values, to_text
+    from fillpdf_provider.engine.columns import ColumnError, ColumnPlan, normalise, plan_columns
     from fillpdf_provider.engine.convert import ConversionResult
     from fillpdf_provider.engine.detect import MODES
     from fillpdf_provider.engine.files import write_atomic
@@ -82,10 +75,11 @@ _LAZY = {
     "FALSE_WORDS": "coerce",
     "TRUE_WORDS": "coerce",
     "coerce_values": "coerce",
-    "map_columns": "coerce",
-    "near_fields": "coerce",
-    "normalise": "coerce",
     "to_text": "coerce",
+    "ColumnError": "columns",
+    "ColumnPlan": "columns",
+    "normalise": "columns",
+    "plan_columns": "columns",
     "ConversionResult": "convert",
     "MODES": "detect",
     "write_atomic": "files",
@@ -126,6 +120,8 @@ __all__ = [
     "OVERFLOW_POLICIES",
     "TRUE_WORDS",
     "BatchSummary",
+    "ColumnError",
+    "ColumnPlan",
     "ConversionResult",
     "DamagedPdfError",
     "EncryptedPdfError",
@@ -151,11 +147,10 @@ __all__ = [
     "fill",
     "fill_rows",
     "inspect",
-    "map_columns",
-    "near_fields",
     "normalise",
     "open_pdf",
     "parse_schema",
+    "plan_columns",
     "read_batches",
     "read_bytes",
     "read_columns",

@@ -182,13 +182,29 @@ def _script_action(script: str) -> bytes:
     return b"<</S/JavaScript/JS" + text_string(script) + b">>"
 
 
-_DATE_ACTIONS = (
-    b"/AA<</F"
-    + _script_action(f'AFDate_FormatEx("{DATE_FORMAT}");')
-    + b"/K"
-    + _script_action(f'AFDate_KeystrokeEx("{DATE_FORMAT}");')
-    + b">>"
-)
+#: Date formats from the longest, for a box that limits its characters: an 8-cell comb
+#: (MMDDYYYY on the page) can't hold mm/dd/yyyy, and a format it can't hold refuses every date.
+DATE_FORMATS = (DATE_FORMAT, "mmddyyyy", "mmddyy")
+
+
+def date_format_for(max_length: int | None) -> str:
+    """The longest date format a field of ``max_length`` characters holds (the usual one
+    when none does: no date fits such a box either way)."""
+    for candidate in DATE_FORMATS:
+        if not max_length or len(candidate) <= max_length:
+            return candidate
+    return DATE_FORMAT
+
+
+def _date_actions(af_format: str) -> bytes:
+    """The format and keystroke actions that make a text field a date field."""
+    return (
+        b"/AA<</F"
+        + _script_action(f'AFDate_FormatEx("{af_format}");')
+        + b"/K"
+        + _script_action(f'AFDate_KeystrokeEx("{af_format}");')
+        + b">>"
+    )
 
 
 @dataclass
@@ -376,7 +392,8 @@ def _field_entries(detected: Detected) -> bytes:
         options = getattr(detected, "options", None) or ()
         opt = b" ".join(text_string(str(o)) for o in options)
         return b"/FT/Ch" + head + b"/Ff %d/Opt[%s]" % (FF_COMBO | marks, opt)
-    return b"/FT/Tx" + head + _text_flags(detected) + (_DATE_ACTIONS if kind == "date" else b"")
+    dates = _date_actions(date_format_for(detected.max_length)) if kind == "date" else b""
+    return b"/FT/Tx" + head + _text_flags(detected) + dates
 
 
 def _marks(detected: Detected) -> int:

@@ -26,14 +26,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fillpdf_provider.engine.appearance import Fit
-from fillpdf_provider.engine.coerce import (
-    coerce_values,
-    describe_unmapped,
-    is_empty,
-    map_columns,
-    near_fields,
-    no_column_matches,
-)
+from fillpdf_provider.engine.coerce import coerce_values, is_empty
+from fillpdf_provider.engine.columns import no_column_matches, plan_columns
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.files import private_temp, publish, set_new_file_mode, write_atomic
 from fillpdf_provider.engine.fillable import Form
@@ -68,7 +62,7 @@ class BatchSummary:
     seconds: float = 0.0
     out_dir: str = ""
     manifest: str = ""
-    unmapped_columns: list[str] = field(default_factory=list)
+    unused_columns: list[str] = field(default_factory=list)  # match no field, listed once
     unfilled_fields: list[str] = field(default_factory=list)
     errors: list[dict[str, object]] = field(default_factory=list)  # the first few, for humans
     cut: int = 0  # rows whose text the overflow policy cut to fit
@@ -89,8 +83,7 @@ class BatchSummary:
             counts = f"{done:,}/{total:,} rows ({min(100, 100 * done // total)}%)"
         parts = [counts, f"{self.failed:,} failed", f"{rate:,.{1 if rate < 10 else 0}f} rows/s"]
         if self.finished:
-            taken = f"{seconds:.1f}s" if seconds < 60 else _duration(seconds)
-            parts.append(f"done in {taken}")
+            parts.append(f"done in {took(seconds)}")
         elif total and rate:
             parts.append(f"ETA {_duration(max(total - done, 0) / rate)}")
         else:
@@ -105,7 +98,7 @@ class BatchSummary:
         cut = f", {self.cut} with text cut to fit" if self.cut else ""
         return (
             f"filled {self.ok} of {self.rows} rows into {self.out_dir} ({self.failed} failed"
-            f"{cut}) in {self.seconds:.1f}s, {self.rows_per_second:.0f} rows/s; "
+            f"{cut}) in {took(self.seconds)}, {self.rows_per_second:.0f} rows/s; "
             f"manifest: {self.manifest}"
         )
 
@@ -118,11 +111,19 @@ class BatchSummary:
             "rows_per_second": round(self.rows_per_second, 1),
             "out_dir": self.out_dir,
             "manifest": self.manifest,
-            "unmapped_columns": self.unmapped_columns,
+            "unused_columns": self.unused_columns,
             "unfilled_fields": self.unfilled_fields,
             "cut": self.cut,
             "errors": self.errors,
         }
+
+
+def took(seconds: float) -> str:
+    """How long something finished took: ``8 ms`` under a second (a small chunk is not
+    "0.0s"), ``3.0s`` under a minute, then as ``_duration``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f}s" if seconds < 60 else _duration(seconds)
 
 
 def _duration(seconds: float) -> str:
@@ -297,9 +298,10 @@ class OutputNames:
         self.pattern = pattern
         self._used: set[str] = set()
         try:
+            self.columns = _field_roots(pattern) - {"row"}
             self._uses_row = "row" in _field_roots(pattern)
         except ValueError:  # a broken pattern: format refuses it, naming what is wrong
-            self._uses_row = False
+            self.columns, self._uses_row = set(), False
 
     def check(self, columns: list[str]) -> None:
         """Fail before any row is filled when the pattern names a column the rows lack, or
@@ -368,7 +370,8 @@ def fill_rows(
     name_template: str = "{row}.pdf",
     flatten: bool = False,
     on_error: str = "skip",
-    mapping: Mapping[str, str] | None = None,
+    mapping: Mapping[str, str | None] | None = None,
+    strict_columns: bool = False,
     progress: ProgressCallback | None = None,
     progress_every: float = 10.0,
     manifest_name: str = MANIFEST_NAME,
@@ -384,6 +387,9 @@ def fill_rows(
     ``row_range=(first, stop)`` fills only rows ``first <= row < stop`` (a chunk of a
     scaled-out batch); the others are read past, not filled.
     ``on_error="skip"`` records a bad row in the manifest and goes on; ``"fail"`` stops.
+    Columns fill fields by ``engine.columns``' rule (``mapping``: column -> field, or ``""``
+    to leave a column out): a column that looks like a field no column fills refuses the
+    batch, as, with ``strict_columns``, does any column that fills nothing.
     With ``require``, a row that leaves a field the form marks required empty is a bad row.
     ``template`` is anything with ``fields``, ``date_format``, ``fill`` and ``page_count``
     (a ``Template``, or a stand-in that fills through the API).
@@ -405,7 +411,9 @@ def fill_rows(
         columns = read_columns(rows) if Path(rows).is_file() else []
     names = OutputNames(name_template)
     names.check(columns)
-    filler, summary = _RowFiller.prepare(template, columns, mapping, names, out_dir)
+    filler, summary = _RowFiller.prepare(
+        template, columns, mapping, names, out_dir, strict_columns=strict_columns
+    )
     filler.flatten, filler.require, filler.fit = flatten, require, fit
     summary.manifest = filler.sink.uri(manifest_name)
     manifest = _ManifestWriter(filler.sink, manifest_name)
@@ -527,24 +535,27 @@ class _RowFiller:
         cls,
         template: Form,
         columns: list[str],
-        mapping: Mapping[str, str] | None,
+        mapping: Mapping[str, str | None] | None,
         names: OutputNames,
         out_dir: str | os.PathLike[str] | OutputSink,
+        *,
+        strict_columns: bool = False,
     ) -> tuple[_RowFiller, BatchSummary]:
-        """Pair the columns with the form's fields (refusing rows that would fill none), and
-        the summary that says which columns and fields are left out."""
+        """Pair the columns with the form's fields (refusing rows that would fill none, and
+        columns to fix), and the summary that says which columns and fields are left out."""
         fields = {f.name: f for f in template.fields}
-        pairs, unmapped, unfilled = map_columns(columns, list(fields.values()), mapping)
-        if columns and not pairs:  # every PDF would be blank
-            raise no_column_matches(columns, list(fields.values()))
-        near = near_fields(unmapped, list(fields.values()), taken=set(pairs.values()))
-        described = [describe_unmapped(c, near[c]) for c in unmapped]
+        plan = plan_columns(columns, list(fields.values()), mapping, used=names.columns)
+        if columns and not plan.pairs and not plan.left_out:  # every PDF would be blank
+            raise no_column_matches(plan)
+        plan.check(strict=strict_columns)
         date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
         sink = _sink(out_dir)  # (a folder is made only once the batch is known to be fillable)
         summary = BatchSummary(
-            out_dir=sink.uri("").rstrip("/\\"), unmapped_columns=described, unfilled_fields=unfilled
+            out_dir=sink.uri("").rstrip("/\\"),
+            unused_columns=plan.not_used,
+            unfilled_fields=plan.unfilled,
         )
-        return cls(template, fields, date_formats, pairs, names, sink), summary
+        return cls(template, fields, date_formats, plan.pairs, names, sink), summary
 
     def fill(self, row: int, cells: Mapping[str, object]) -> _Record:
         """Fill and write one row; a row that cannot be filled is recorded, not raised."""

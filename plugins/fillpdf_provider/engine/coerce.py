@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 
-from fillpdf_provider.engine.errors import FieldError, FieldValueError, close_names
+from fillpdf_provider.engine.dates import format_date
+from fillpdf_provider.engine.errors import FieldValueError
 from fillpdf_provider.engine.schema import Field
 
 TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "x", "on", "checked", "✓", "✔"})
 FALSE_WORDS = frozenset({"false", "f", "no", "n", "0", "off", "unchecked", ""})
-
-_AF_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d")
 
 
 def is_empty(cell: object) -> bool:
@@ -59,26 +57,6 @@ def to_text(cell: object, date_format: str | None = None) -> str:
     return str(cell)
 
 
-def format_date(value: dt.date, af_format: str | None) -> str:
-    """A date in the form's own format (Acrobat ``AFDate`` style), else ISO 8601."""
-    day = value.date() if isinstance(value, dt.datetime) else value
-    if not af_format:
-        return day.isoformat()
-    parts = {
-        "yyyy": f"{day.year:04d}",
-        "yy": f"{day.year % 100:02d}",
-        "mmmm": day.strftime("%B"),
-        "mmm": day.strftime("%b"),
-        "mm": f"{day.month:02d}",
-        "m": str(day.month),
-        "dddd": day.strftime("%A"),
-        "ddd": day.strftime("%a"),
-        "dd": f"{day.day:02d}",
-        "d": str(day.day),
-    }
-    return _AF_TOKEN.sub(lambda m: parts[m.group(0)], af_format)
-
-
 def to_option(cell: object, options: tuple[str, ...], field_name: str) -> str:
     text = to_text(cell).strip()
     if text in options:
@@ -114,12 +92,7 @@ def coerce_value(field: Field, cell: object, date_format: str | None = None) -> 
         return to_bool(cell, field.name)
     if field.type in ("radio", "choice"):
         return to_option(cell, field.options or (), field.name)
-    if field.type == "date" and date_format and isinstance(cell, str):
-        try:
-            return format_date(dt.date.fromisoformat(cell.strip()), date_format)
-        except ValueError:
-            return cell
-    return to_text(cell, date_format)
+    return to_text(cell, date_format)  # a date's text is checked by the filler (engine.dates)
 
 
 def coerce_values(
@@ -142,111 +115,3 @@ def coerce_values(
         if coerced is not None:
             out[name] = coerced
     return out
-
-
-def normalise(name: str) -> str:
-    """A column or field name reduced to lowercase words joined by ``_``."""
-    return re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_")
-
-
-def map_columns(
-    columns: list[str], fields: list[Field], mapping: Mapping[str, str] | None = None
-) -> tuple[dict[str, str], list[str], list[str]]:
-    """Pair columns with fields: explicit ``mapping`` first, then equal, then normalised names.
-
-    Returns (column -> field, unmapped columns, fields no column fills).
-    """
-    names = {f.name for f in fields}
-    pairs = _mapped_pairs(columns, names, mapping)
-    taken = set(pairs.values())
-    by_normal = _by_normalised_name(fields)
-    for column in columns:
-        if column in pairs:
-            continue
-        match = _matching_field(column, names, by_normal, taken)
-        if match is not None:
-            pairs[column] = match
-            taken.add(match)
-    unmapped = [c for c in columns if c not in pairs]
-    unfilled = [f.name for f in fields if f.name not in taken and not f.read_only]
-    return pairs, unmapped, unfilled
-
-
-def _mapped_pairs(
-    columns: list[str], names: set[str], mapping: Mapping[str, str] | None
-) -> dict[str, str]:
-    """The pairs an explicit mapping (column -> field) makes, each checked."""
-    pairs: dict[str, str] = {}
-    for column, field_name in (mapping or {}).items():
-        if field_name not in names:
-            raise FieldValueError(field_name, "the mapping names a field the form does not have.")
-        if column not in columns:
-            raise FieldValueError(
-                field_name, f"the mapping names a column {column!r} the rows lack."
-            )
-        pairs[column] = field_name
-    return pairs
-
-
-def _by_normalised_name(fields: list[Field]) -> dict[str, list[str]]:
-    by_normal: dict[str, list[str]] = {}
-    for f in fields:
-        by_normal.setdefault(normalise(f.name), []).append(f.name)
-    return by_normal
-
-
-def _matching_field(
-    column: str, names: set[str], by_normal: dict[str, list[str]], taken: set[str]
-) -> str | None:
-    """The field not yet taken that ``column`` fills: the one of its name, else the only one
-    whose normalised name is the column's."""
-    if column in names and column not in taken:
-        return column
-    candidates = [n for n in by_normal.get(normalise(column), []) if n not in taken]
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def near_fields(
-    columns: list[str], fields: list[Field], taken: Collection[str] = ()
-) -> dict[str, list[str]]:
-    """For each column, the fields not yet ``taken`` whose normalised names are close to
-    the column's: the "did you mean" of a column that matches no field."""
-    by_normal: dict[str, str] = {}
-    for f in fields:
-        if f.name not in taken and not f.read_only:
-            by_normal.setdefault(normalise(f.name), f.name)
-    known = list(by_normal)
-    return {c: [by_normal[n] for n in close_names(normalise(c), known)] for c in columns}
-
-
-def describe_unmapped(column: str, suggestions: list[str]) -> str:
-    """``Fullname (did you mean full_name?)``, or just the column without suggestions."""
-    if not suggestions:
-        return column
-    return f"{column} (did you mean {' or '.join(suggestions)}?)"
-
-
-#: Columns named one by one in the error of a batch whose columns all match no field.
-SHOWN_COLUMNS = 10
-
-
-def no_column_matches(columns: list[str], fields: list[Field]) -> FieldError:
-    """The error of a batch none of whose columns fills a field: every PDF would be blank.
-
-    One line naming the columns, each with its "did you mean" where a field is close.
-    """
-    near = near_fields(columns[:SHOWN_COLUMNS], fields)
-    parts = []
-    for column, suggestions in near.items():
-        part = f"column {column!r} matches no field"
-        if suggestions:
-            part += f" (did you mean {' or '.join(repr(s) for s in suggestions)}?)"
-        parts.append(part)
-    more = len(columns) - SHOWN_COLUMNS
-    listed = "; ".join(parts) + (f"; and {more} more columns" if more > 0 else "")
-    return FieldError(
-        f"No column of the rows matches a field of the form, so every PDF would be blank: "
-        f"{listed}. Name the columns after the fields "
-        "(`fillpdf inspect FORM.pdf` lists them).",
-        param="rows",
-    )

@@ -34,6 +34,7 @@ from fillpdf_provider.engine.appearance import (
     text_stream,
     widget_box,
 )
+from fillpdf_provider.engine.dates import form_date
 from fillpdf_provider.engine.errors import (
     FieldValueError,
     NoFormError,
@@ -248,6 +249,9 @@ class Template:
                 raise UnknownFieldError(str(key), self._plans)
             if value is None:
                 continue
+            if plan.field.kind == "date" and isinstance(value, str):
+                # as written in the form's format, or from ISO: then its length is checked
+                value = form_date(plan.field.name, value, plan.field.date_format)
             _validate(plan.field, value)
             chosen.append((plan, value))
         # The form's order, not the caller's: the same values give the same bytes.

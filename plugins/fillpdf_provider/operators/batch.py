@@ -36,10 +36,18 @@ from fillpdf_provider.engine.batch import (
     total_rows,
 )
 from fillpdf_provider.engine.batch import count_rows as count_local_rows
+from fillpdf_provider.engine.columns import ColumnError
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.fillable import Form
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput
-from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
+from fillpdf_provider.operators.forms import (
+    FILL_ON,
+    fit_for,
+    fit_on,
+    flag_of,
+    mapping_of,
+    open_form,
+)
 from fillpdf_provider.storage import Store, readable
 
 OUTPUT_FORMATS = ("files", "merged", "zip")
@@ -367,7 +375,13 @@ class BatchFillOperator(BaseOperator):
     :param rows: path or URI of a ``.csv`` or ``.parquet`` file. Templated.
     :param output_dir: folder or URI for the PDFs and ``manifest.parquet``. Templated.
     :param mapping: column -> field for columns whose names don't say which field they
-        fill; other columns are matched to fields by normalised names. Templated.
+        fill (``""`` leaves a column out); other columns fill the field of their name, also
+        matched with case, spaces and punctuation set aside. A dict, or its JSON (as
+        ``"{{ params.mapping | tojson }}"`` renders). Templated.
+    :param strict_columns: a column that fills no field fails the task (default: listed
+        once in the log as not used). A column that looks like a field no column fills
+        always does, before any row is filled, naming the mapping that fixes it. Templated
+        (``"{{ params.strict_columns }}"``).
     :param name_template: output names, e.g. ``"{row}.pdf"`` or ``"{id}-{last_name}.pdf"``.
         Templated.
     :param flatten: draw the values into the pages and drop the fields, so the PDFs can no
@@ -405,12 +419,12 @@ class BatchFillOperator(BaseOperator):
     ``max_failed_rows`` no run can use. So does a bad row with ``on_error="fail"``.
 
     XCom: the batch summary (rows, ok, failed, rows with text cut, rows/s, manifest,
-    unmapped columns and unfilled fields, the first errors with their row numbers).
+    unused columns and unfilled fields, the first errors with their row numbers).
     """
 
     template_fields: Sequence[str] = (
-        "template", "rows", "output_dir", "name_template", "mapping", "max_failed_rows",
-        "fillpdf_conn_id", "storage_conn_id",
+        "template", "rows", "output_dir", "name_template", "mapping", "strict_columns",
+        "max_failed_rows", "fillpdf_conn_id", "storage_conn_id",
     )  # fmt: skip
     ui_color = "#fdf3e2"
 
@@ -420,7 +434,8 @@ class BatchFillOperator(BaseOperator):
         template: str,
         rows: str,
         output_dir: str,
-        mapping: Mapping[str, str] | None = None,
+        mapping: Mapping[str, str | None] | str | None = None,
+        strict_columns: bool | str = False,
         name_template: str = "{row}.pdf",
         flatten: bool = False,
         output_format: str = "files",
@@ -461,6 +476,7 @@ class BatchFillOperator(BaseOperator):
         self.rows = rows
         self.output_dir = output_dir
         self.mapping = mapping
+        self.strict_columns = strict_columns
         self.name_template = name_template
         self.flatten = flatten
         self.output_format = output_format
@@ -523,7 +539,8 @@ class BatchFillOperator(BaseOperator):
             "require": self.require,
             "fit": fit,
             "batch_rows": self.batch_rows,
-            "mapping": self.mapping,
+            "mapping": mapping_of(self.mapping),
+            "strict_columns": flag_of("strict_columns", self.strict_columns),
             "progress_every": float(self.progress_every),
             "row_range": (chunk["first"], chunk["stop"]) if chunk else None,
         }
@@ -563,8 +580,10 @@ class BatchFillOperator(BaseOperator):
             self.log.warning(
                 "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)
             )
-        if summary.unmapped_columns:
-            self.log.info("columns that fill no field: %s", ", ".join(summary.unmapped_columns))
+        if summary.unused_columns:
+            self.log.info(
+                "columns not used (they match no field): %s", ", ".join(summary.unused_columns)
+            )
 
     def _columns(self, rows_path: Path) -> list[str]:
         """The rows' columns, and the name template checked against them: what would fail
@@ -578,6 +597,8 @@ class BatchFillOperator(BaseOperator):
 
     def _refused(self, exc: FillPdfError, columns: list[str], form: Any) -> str:
         """A refusal of the whole batch, with the option it concerns and what to give."""
+        if isinstance(exc, ColumnError):  # names its columns and the mapping that fixes each
+            return f"rows {self.rows!r}: {exc.message}"
         if exc.param == "rows" or not self.mapping:
             return f"rows {self.rows!r}: {exc.message} Or map them: mapping={{'column': 'field'}}."
         fields = ", ".join(repr(f.name) for f in form.fields[: SHOWN_ERRORS * 2])

@@ -11,6 +11,7 @@ fill is one request to the service, by conversion id. Both are a ``Form``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -161,3 +162,37 @@ def _template(pdf: bytes, template: str) -> Template:
 
 def _date_formats(template: Template) -> dict[str, Any]:
     return {f.name: template.date_format(f.name) for f in template.fields if f.type == "date"}
+
+
+def mapping_of(value: Mapping[str, str | None] | str | None) -> dict[str, str | None] | None:
+    """A mapping given as a dict, or as the JSON a template renders (``tojson``)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise InputError(
+                f"mapping {value!r} is not a JSON object of column -> field; give a dict, "
+                'or render one with "{{ params.mapping | tojson }}".'
+            ) from None
+        if value is None:  # a param left empty renders as null
+            return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str | None) for k, v in value.items()
+    ):
+        raise InputError(
+            f"mapping {value!r} must map column names to field names (or to '' to leave a "
+            "column out)."
+        )
+    return dict(value)
+
+
+def flag_of(name: str, value: bool | str) -> bool:
+    """A yes/no option given as a bool, or as a template renders one (``"True"``)."""
+    if isinstance(value, bool):
+        return value
+    words = {"true": True, "false": False, "1": True, "0": False, "": False}
+    if str(value).strip().lower() not in words:
+        raise InputError(f"{name} must be true or false, not {value!r}.")
+    return words[str(value).strip().lower()]

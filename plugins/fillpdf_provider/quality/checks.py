@@ -12,14 +12,20 @@ import dataclasses
 import difflib
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from fillpdf_provider.engine.coerce import map_columns, near_fields, normalise, to_text
-from fillpdf_provider.engine.errors import FieldValueError
+from fillpdf_provider.engine.coerce import to_text
+from fillpdf_provider.engine.columns import (
+    ColumnPlan,
+    check_mapping,
+    normalise,
+    plan_columns,
+    suggest,
+)
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.quality.context import quiet_gx, validate
 from fillpdf_provider.quality.frames import (
@@ -68,120 +74,150 @@ def schema_check(
 def input_rows_check(
     rows: RowsSource,
     template_fields: Any,
-    mapping: Mapping[str, str] | None = None,
+    mapping: Mapping[str, str | None] | None = None,
     *,
     require_columns: Iterable[str] | None = None,
+    strict_columns: bool = False,
+    used: Collection[str] = (),
+    date_formats: Mapping[str, str | None] | None = None,
 ) -> QualityReport:
     """Check rows (a CSV read as text, a Parquet file or a DataFrame) against a form's fields.
 
-    ``mapping`` is column -> field, as the batch takes it. ``require_columns`` names the
-    fields a column must fill; by default every field a user can fill except signatures
-    (people sign those). Fields the form requires and mapped fields always need a column.
+    Columns fill fields by the batch's rule (``engine.columns``); ``mapping`` is column ->
+    field, as the batch takes it. A column must be there for each field the form requires,
+    each field the mapping fills and each field ``require_columns`` names; other fields may
+    stay empty. A column that looks like a field no column fills fails the check, as, with
+    ``strict_columns``, does every column that fills nothing; ``used`` names columns put to
+    another use (the file names), which are neither. A date is one in the form's format
+    (``date_formats``, by default the template's own where it has them) or in ISO 8601.
     """
     started = time.perf_counter()
     table = read_table(rows)
     fields = fields_of(template_fields)
-    expected, pairs = column_plan(table.column_names, fields, mapping, require_columns)
-    near = near_columns(table.column_names, fields, expected, pairs, mapping)
+    expected, plan = column_plan(table.column_names, fields, mapping, require_columns, used)
+    pairs = {c: f for f in fields for c, name in plan.pairs.items() if name == f.name}
+    near = near_columns(table.column_names, expected, plan, mapping)
     row_column = row_id_name(pairs)
-    frame = input_frame(table, pairs, row_column)
+    if date_formats is None:
+        date_formats = dates_of(template_fields, fields)
+    frame = input_frame(table, pairs, row_column, date_formats)
     with quiet_gx():
         suite = input_suite(
             expected, pairs, frame.columns, fields=fields, near=near, mapped=set(mapping or ())
         )
         report = _run("input", describe(rows), frame, suite, row_column, started)
-    report.failures = [_as_written(f, table) for f in report.failures]
+    report.failures = [
+        *column_failures(plan, expected, strict_columns),
+        *(_as_written(f, table) for f in report.failures),
+    ]
+    report.success = report.success and not report.failures
     return report
+
+
+def dates_of(template: Any, fields: Sequence[Field]) -> dict[str, str | None]:
+    """Each date field's format, where ``template`` knows them (a form, not a list)."""
+    date_format = getattr(template, "date_format", None)
+    if date_format is None:
+        return {}
+    return {f.name: date_format(f.name) for f in fields if f.type == "date"}
 
 
 def column_plan(
     columns: Sequence[str],
     fields: Sequence[Field],
-    mapping: Mapping[str, str] | None = None,
+    mapping: Mapping[str, str | None] | None = None,
     require_columns: Iterable[str] | None = None,
-) -> tuple[dict[str, str], dict[str, Field]]:
-    """(field -> the column that must fill it, present column -> the field it fills).
+    used: Collection[str] = (),
+) -> tuple[dict[str, str], ColumnPlan]:
+    """(field -> the column that must fill it, the columns' plan).
 
     A field no column fills expects a column of its own name, or the one ``mapping`` names:
-    that is the name a missing-column failure shows.
+    that is the name a missing-column failure shows. A mapped column the rows lack is such
+    a failure, not an error, so the report lists it with everything else.
     """
-    by_name = {f.name: f for f in fields}
     mapping = dict(mapping or {})
-    _check_mapping(mapping, fields)
+    check_mapping(mapping, {f.name for f in fields})
     present = {c: f for c, f in mapping.items() if c in columns}
-    pairs, _, _ = map_columns(list(columns), list(fields), present)
-    wanted = _wanted(fields, require_columns) + list(mapping.values())
-    filled_by = {f: c for c, f in pairs.items()}
-    named_by = {f: c for c, f in mapping.items()}
+    plan = plan_columns(list(columns), list(fields), present, used=used)
+    named_by = {f: c for c, f in mapping.items() if f}
+    wanted = _wanted(fields, require_columns) + list(named_by)
+    filled_by = {f: c for c, f in plan.pairs.items()}
     expected = {n: named_by.get(n) or filled_by.get(n) or n for n in dict.fromkeys(wanted)}
-    return expected, {c: by_name[f] for c, f in pairs.items()}
-
-
-def _check_mapping(mapping: Mapping[str, str], fields: Sequence[Field]) -> None:
-    """A mapping to a field the form lacks is refused, with the closest field names."""
-    names = {f.name for f in fields}
-    for column, field_name in mapping.items():
-        if field_name not in names:
-            raise FieldValueError(
-                field_name,
-                f"the mapping {{{column!r}: {field_name!r}}} names a field the form does not "
-                f"have{_did_you_mean([field_name], fields, '; ')} {INSPECT}",
-            )
+    return expected, plan
 
 
 def _wanted(fields: Sequence[Field], require_columns: Iterable[str] | None) -> list[str]:
-    """The fields the rows must fill: those asked for (by default every field a person
-    fills in), and every field the form marks required."""
-    if require_columns is None:
-        wanted = [f.name for f in fields if not f.read_only and f.type != "signature"]
-    else:
-        wanted = list(require_columns)
-        unknown = [n for n in wanted if n not in {f.name for f in fields}]
-        if unknown:
-            names = ", ".join(repr(n) for n in unknown)
-            which = "which is not a field" if len(unknown) == 1 else "which are not fields"
-            guess = _did_you_mean(unknown, fields, " (")
-            raise ValueError(
-                f"require_columns names {names}, {which} of the form"
-                f"{guess + ')' if guess else ''}. {INSPECT}"
-            )
+    """The fields the rows must fill: those asked for, and every field the form marks
+    required."""
+    wanted = list(require_columns or ())
+    unknown = [n for n in wanted if n not in {f.name for f in fields}]
+    if unknown:
+        names = ", ".join(repr(n) for n in unknown)
+        which = "which is not a field" if len(unknown) == 1 else "which are not fields"
+        guesses = suggest(unknown, list(fields))
+        guess = f" (did you mean {' or '.join(repr(g) for g in guesses.values())}?)"
+        raise ValueError(
+            f"require_columns names {names}, {which} of the form"
+            f"{guess if guesses else ''}. {INSPECT}"
+        )
     return wanted + [f.name for f in fields if f.required]
 
 
 def near_columns(
     columns: Sequence[str],
-    fields: Sequence[Field],
     expected: Mapping[str, str],
-    pairs: Mapping[str, Field],
-    mapping: Mapping[str, str] | None = None,
+    plan: ColumnPlan,
+    mapping: Mapping[str, str | None] | None = None,
 ) -> dict[str, list[str]]:
-    """For each field whose column is missing, the rows' unmatched columns that look like it
+    """For each field whose column is missing, the rows' unmatched column that looks like it
     (or, for a column the mapping names, like that column): a missing column's "did you
     mean"."""
-    unmatched = [c for c in columns if c not in pairs]
     missing = {f: c for f, c in expected.items() if c not in columns}
-    if not unmatched or not missing:
-        return {}
     mapped = set(mapping or ())
-    taken = {f.name for f in pairs.values()}
     near: dict[str, list[str]] = {}
-    for column, names in near_fields(unmatched, list(fields), taken).items():
-        for name in names:
-            if name in missing and missing[name] not in mapped:
-                near.setdefault(name, []).append(column)
+    for column, field_name in plan.near.items():
+        if field_name in missing and missing[field_name] not in mapped:
+            near.setdefault(field_name, []).append(column)
+    unmatched = [*plan.near, *plan.not_used]
     for field_name, column in missing.items():
         if column in mapped:
             near[field_name] = difflib.get_close_matches(column, unmatched, n=3, cutoff=0.5)
     return near
 
 
-def _did_you_mean(names: Sequence[str], fields: Sequence[Field], before: str) -> str:
-    """``; did you mean 'plan'?`` for names that are not fields, or nothing."""
-    near = near_fields(list(names), list(fields))
-    guesses = list(dict.fromkeys(g for n in names for g in near[n]))
-    if not guesses:
-        return "." if before == "; " else ""
-    return f"{before}did you mean {' or '.join(repr(g) for g in guesses)}?"
+COLUMN_RULE = "a column fills the field of its name, or the field a mapping names"
+
+
+def column_failures(
+    plan: ColumnPlan, expected: Mapping[str, str], strict: bool = False
+) -> list[Failure]:
+    """The columns to fix, as the report's first failures: one that looks like a field no
+    column fills (unless a missing column's failure already says so) and, with ``strict``,
+    every column that fills nothing."""
+    failures = []
+    for column, field_name in plan.near.items():
+        if field_name in expected:
+            continue  # the field's missing-column failure names this column
+        failures.append(
+            Failure(
+                "fillpdf_column_rule", column, COLUMN_RULE, field=field_name,
+                problem=f"matches no field but looks like {field_name!r}, which no column "
+                "fills",
+                fix=f"Map it (mapping={{{column!r}: {field_name!r}}}), rename the column to "
+                f"{field_name!r}, or map it to '' to leave it out.",
+            )
+        )  # fmt: skip
+    if strict:
+        for column in plan.not_used:
+            failures.append(
+                Failure(
+                    "fillpdf_column_rule", column, COLUMN_RULE,
+                    problem="matches no field (strict columns)",
+                    fix=f"Map it to a field (mapping={{{column!r}: 'FIELD'}}), or to '' to "
+                    "leave it out.",
+                )
+            )  # fmt: skip
+    return failures
 
 
 def manifest_check(
@@ -190,7 +226,7 @@ def manifest_check(
     *,
     input_rows: RowsSource | None = None,
     template_fields: Any = None,
-    mapping: Mapping[str, str] | None = None,
+    mapping: Mapping[str, str | None] | None = None,
 ) -> QualityReport:
     """Check a fill's manifest: one row per input row, ok with a file or a recorded error.
 
@@ -214,14 +250,17 @@ def manifest_check(
 
 
 def input_keys(
-    inputs: pa.Table, template_fields: Any = None, mapping: Mapping[str, str] | None = None
+    inputs: pa.Table,
+    template_fields: Any = None,
+    mapping: Mapping[str, str | None] | None = None,
 ) -> pd.Series:
     """A hash of what each input row fills, indexed by row number (1-based)."""
     if template_fields is None:
         keys = values_key(text_frame(inputs), None)
     else:
         fields = fields_of(template_fields)
-        _, pairs = column_plan(inputs.column_names, fields, mapping, require_columns=[])
+        _, plan = column_plan(inputs.column_names, fields, mapping)
+        pairs = {c: f for f in fields for c, name in plan.pairs.items() if name == f.name}
         keys = values_key(input_frame(inputs, pairs, row_id_name(pairs)), pairs)
     keys.index = pd.RangeIndex(1, inputs.num_rows + 1)
     return keys

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from fillpdf_provider.engine.batch import read_batches, read_columns
 from fillpdf_provider.engine.coerce import TRUE_WORDS, to_text
+from fillpdf_provider.engine.dates import as_iso
 from fillpdf_provider.engine.schema import Field
 
 ROW = "row"
@@ -80,23 +81,35 @@ def blank_as_null(text: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(pc.equal(pc.utf8_trim_whitespace(text), ""), _NULL_TEXT, text)
 
 
-def cell_values(column: pa.ChunkedArray, field_type: str) -> pa.ChunkedArray:
-    """What the input suite sees of a column that fills a field of ``field_type``."""
+def cell_values(
+    column: pa.ChunkedArray, field_type: str, date_format: str | None = None
+) -> pa.ChunkedArray:
+    """What the input suite sees of a column that fills a field of ``field_type``: a date
+    in the form's format or in ISO 8601 as its ISO date (the filler's rule, engine.dates)."""
     text = as_text(column)
     if field_type in ("checkbox", "radio", "choice"):
         return blank_as_null(pc.utf8_lower(pc.utf8_trim_whitespace(text)))
     if field_type == "date":
-        return blank_as_null(pc.utf8_trim_whitespace(text))
+        dates = [None if v is None else as_iso(v, date_format) for v in text.to_pylist()]
+        return blank_as_null(
+            pc.utf8_trim_whitespace(pa.chunked_array([pa.array(dates, pa.string())]))
+        )
     return blank_as_null(text)  # text keeps its spaces: they count towards max_length
 
 
-def input_frame(table: pa.Table, pairs: Mapping[str, Field], row_column: str) -> pd.DataFrame:
+def input_frame(
+    table: pa.Table,
+    pairs: Mapping[str, Field],
+    row_column: str,
+    date_formats: Mapping[str, str | None] | None = None,
+) -> pd.DataFrame:
     """The row ids and, for each column that fills a field, its values as the filler sees them."""
     data: dict[str, pa.ChunkedArray | pa.Array] = {
         row_column: pa.array(range(1, table.num_rows + 1), pa.int64())
     }
     for column, form_field in pairs.items():
-        data[column] = cell_values(table.column(column), form_field.type)
+        date_format = (date_formats or {}).get(form_field.name)
+        data[column] = cell_values(table.column(column), form_field.type, date_format)
     return pa.table(data).to_pandas()
 
 

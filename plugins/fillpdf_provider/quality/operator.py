@@ -17,6 +17,7 @@ from airflow.sdk import BaseOperator, Context
 
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
+from fillpdf_provider.operators.forms import mapping_of
 from fillpdf_provider.quality.report import QualityReport, enforce, save_report
 from fillpdf_provider.storage import read_bytes, readable
 
@@ -57,8 +58,10 @@ class QualityCheckOperator(BaseOperator):
         Templated.
     :param schema: path or URI of a schema JSON (a list of entries, or ``{"schema": [...]}``
         as the convert operator writes); default: the template's own fields. Templated.
-    :param mapping: column -> field, as for the batch. Templated.
-    :param require_columns: fields a column must fill (input); see ``input_rows_check``.
+    :param mapping: column -> field, as for the batch (a dict or its JSON). Templated.
+    :param require_columns: fields a column must fill (input), beyond those the form
+        requires and those the mapping names; see ``input_rows_check``.
+    :param strict_columns: (input) a column that fills no field fails the check.
     :param expected_rows: rows the manifest must have; default: as many as ``rows``.
     :param results: where to write the JSON results instead. Templated.
     :param storage_conn_id: connection for object-storage URIs that name none.
@@ -79,8 +82,9 @@ class QualityCheckOperator(BaseOperator):
         rows: str | None = None,
         output_dir: str | None = None,
         schema: str | None = None,
-        mapping: Mapping[str, str] | None = None,
+        mapping: Mapping[str, str | None] | str | None = None,
         require_columns: Iterable[str] | None = None,
+        strict_columns: bool = False,
         expected_rows: int | None = None,
         results: str | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
@@ -103,6 +107,7 @@ class QualityCheckOperator(BaseOperator):
         self.schema = schema
         self.mapping = mapping
         self.require_columns = list(require_columns) if require_columns is not None else None
+        self.strict_columns = strict_columns
         self.expected_rows = expected_rows
         self.results = results
         self.fillpdf_conn_id = fillpdf_conn_id
@@ -133,9 +138,12 @@ class QualityCheckOperator(BaseOperator):
         with contextlib.ExitStack() as files:
             if self.kind == "input":
                 rows = self._open(files, str(self.rows), NO_ROWS)
+                form_fields, dates = self._form()
                 return checks.input_rows_check(
-                    rows, self._fields(), self.mapping, require_columns=self.require_columns
-                )
+                    rows, form_fields, mapping_of(self.mapping),
+                    require_columns=self.require_columns, strict_columns=self.strict_columns,
+                    date_formats=dates,
+                )  # fmt: skip
             if self.kind == "manifest":
                 manifest = self._manifest()
                 fields = self._fields() if self.template else None
@@ -145,7 +153,7 @@ class QualityCheckOperator(BaseOperator):
                 rows = self._open(files, self.rows, NO_ROWS)
                 return checks.manifest_check(
                     path, self.expected_rows, input_rows=rows,
-                    template_fields=fields, mapping=self.mapping,
+                    template_fields=fields, mapping=mapping_of(self.mapping),
                 )  # fmt: skip
         return self._schema_check()
 
@@ -165,10 +173,16 @@ class QualityCheckOperator(BaseOperator):
 
     def _fields(self) -> list[Field]:
         """The form's fields; in api mode too, read locally: nothing is filled or billed."""
+        return self._form()[0]
+
+    def _form(self) -> tuple[list[Field], dict[str, str | None]]:
+        """The form's fields and each date field's format (dates are checked in it)."""
         from fillpdf_provider.operators.forms import open_form
 
         with self._hook() as hook:
-            return list(open_form(hook, str(self.template), conn_id=self.storage_conn_id).fields)
+            form = open_form(hook, str(self.template), conn_id=self.storage_conn_id)
+            fields = list(form.fields)
+            return fields, {f.name: form.date_format(f.name) for f in fields if f.type == "date"}
 
     def _schema_check(self) -> QualityReport:
         from fillpdf_provider.engine.filler import Template

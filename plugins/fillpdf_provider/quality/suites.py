@@ -259,9 +259,10 @@ def _field_expectations(s: SuiteBuilder, column: str, f: Field) -> None:
     elif f.type == "date":
         s.add(
             gxe.ExpectColumnValuesToMatchRegex,
-            "a date written YYYY-MM-DD",
-            problem="{is} not a date written YYYY-MM-DD",
-            fix="Write dates as YYYY-MM-DD, e.g. 2024-03-01.",
+            "a date written as the form writes it or as YYYY-MM-DD",
+            problem="{is} not a date in the form's format or YYYY-MM-DD",
+            fix="Write dates as the form shows them (`fillpdf inspect` gives the format) or "
+            "as YYYY-MM-DD, e.g. 2025-03-05.",
             regex=ISO_DATE_PATTERN,
             **on,
         )

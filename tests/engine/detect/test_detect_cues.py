@@ -9,6 +9,7 @@ couple of points of the drawing. Both detection modes are held to the same forms
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from fillpdf_provider.engine import (
     Template,
 )
 from fillpdf_provider.engine.convert import ConversionResult, convert
+from fillpdf_provider.engine.dates import format_date
 from fillpdf_provider.engine.detect import MAX_POOL, page_geometries, page_pool
 from kits import viewcheck
 from kits.flatkit import FlatPage, Rect, build, one_page, text_width
@@ -405,25 +407,26 @@ def test_both_modes_find_the_same_fields(form: Form) -> None:
         assert iou(field.rect, fast_by_name[field.name].rect) >= 0.5, field.name
 
 
-def fill_values(fields: list[Field]) -> dict[str, object]:
+def fill_values(fields: list[Field], form: Template) -> dict[str, object]:
     values: dict[str, object] = {}
     for number, field in enumerate(fields):
         if field.type == "checkbox":
             values[field.name] = True
         elif field.type == "radio":
             values[field.name] = (field.options or ())[-1]
+        elif field.type == "date":  # in the form's own format: shown as written
+            values[field.name] = format_date(dt.date(1990, 12, 10), form.date_format(field.name))
         elif field.comb:
             values[field.name] = "123456789"[: field.max_length]
-        elif field.type == "date":
-            values[field.name] = "1990-12-10"
         else:
             values[field.name] = f"V{number}x"
     return values
 
 
 def test_the_written_form_fills_and_shows_every_value(converted: ConversionResult) -> None:
-    values = fill_values(converted.schema)
-    filled = Template(converted.pdf).fill(values)
+    form = Template(converted.pdf)
+    values = fill_values(converted.schema, form)
+    filled = form.fill(values)
     shown = viewcheck.flatten_with_pdfium(filled, drop_page_content=True)
     blank = viewcheck.flatten_with_pdfium(converted.pdf, drop_page_content=True)
     with viewcheck.Raster(shown) as after, viewcheck.Raster(blank) as before:

@@ -1,0 +1,313 @@
+"""Which column fills which field: one rule for ``fill``, ``batch``, the operators, the DAG
+and the input check.
+
+A column fills the field of its name, or of its name with case, spaces and punctuation set
+aside (``Full Name`` fills ``full_name``, ``E-mail`` fills ``email``), or the field a
+mapping names (``{"signer": "signature_name"}``; a mapping to ``""`` leaves a column out on
+purpose). Fields no column fills stay as the template has them.
+
+A column that matches no field but looks like a field no column fills (``item1_desc`` and
+``item1_description``) is a mistake to fix before anything is filled: it is an error that
+names the field and the mapping that fixes it. Any other column is listed once as not used
+(a column the file names use counts as used); strict columns make those errors too.
+Suggestions pair each column with at most one field and each field with at most one column,
+best first, and numbers must agree: ``unit_price_3`` may be ``item3_price``, never
+``item1_price``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fillpdf_provider.engine.errors import FieldError, FieldValueError
+from fillpdf_provider.engine.schema import Field
+
+#: What a mapping names to leave a column out on purpose.
+LEAVE_OUT = ""
+#: How alike a column and a field must be (0 to 1) for the column to be taken for the field.
+NEAR = 0.6
+#: Problem columns named one by one in an error; the rest are counted.
+SHOWN_COLUMNS = 10
+
+
+def normalise(name: str) -> str:
+    """A column or field name reduced to lowercase words joined by ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_")
+
+
+def _compact(name: str) -> str:
+    return normalise(name).replace("_", "")
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How the rows' columns fill a form's fields, and what is wrong with them."""
+
+    pairs: dict[str, str]
+    """Column -> the field it fills."""
+    near: dict[str, str] = field(default_factory=dict)
+    """Column that matches no field -> the field no column fills that it looks like."""
+    not_used: list[str] = field(default_factory=list)
+    """Other columns that fill nothing, in the rows' order."""
+    left_out: list[str] = field(default_factory=list)
+    """Columns the mapping leaves out on purpose."""
+    unfilled: list[str] = field(default_factory=list)
+    """Fields no column fills (those a person can fill)."""
+
+    def problems(self, *, strict: bool = False, flags: bool = False) -> list[str]:
+        """One sentence per column to fix; with ``strict``, every column not used is one.
+        ``flags`` words the fix as the command line's ``--map``, else as ``mapping=``."""
+        lines = []
+        for column, field_name in self.near.items():
+            lines.append(
+                f"column {column!r} matches no field but looks like {field_name!r}, which no "
+                f"column fills: map it ({_map(column, field_name, flags)}), rename the "
+                f"column, or map it to nothing ({_map(column, LEAVE_OUT, flags)}) to leave "
+                "it out"
+            )
+        if strict:
+            for column in self.not_used:
+                lines.append(
+                    f"column {column!r} matches no field (strict columns): map it to a field "
+                    f"({_map(column, 'FIELD', flags)}) or to nothing "
+                    f"({_map(column, LEAVE_OUT, flags)}) to leave it out"
+                )
+        return lines
+
+    def check(self, *, strict: bool = False, flags: bool = False) -> None:
+        """Raise ``ColumnError`` naming every column to fix (before anything is filled)."""
+        if self.problems(strict=strict):
+            raise ColumnError(self, strict=strict, flags=flags)
+
+    def not_used_note(self) -> str | None:
+        """``columns not used: a, b`` (listed once), or None."""
+        if not self.not_used:
+            return None
+        return "columns not used (they match no field): " + ", ".join(self.not_used)
+
+
+class ColumnError(FieldError):
+    """Columns that look like fields but fill none, or (strict) columns that fill nothing."""
+
+    def __init__(self, plan: ColumnPlan, *, strict: bool = False, flags: bool = False) -> None:
+        self.plan, self.strict = plan, strict
+        super().__init__(self.worded(flags), param="mapping")
+
+    def worded(self, flags: bool) -> str:
+        """The message, its fixes as ``--map`` flags or as ``mapping=``."""
+        problems = self.plan.problems(strict=self.strict, flags=flags)
+        shown = "; ".join(problems[:SHOWN_COLUMNS])
+        more = len(problems) - SHOWN_COLUMNS
+        if more > 0:
+            shown += f"; and {more} more columns"
+        return f"{shown}. Nothing was filled. `fillpdf inspect FORM.pdf` lists the fields."
+
+
+def no_column_matches(plan: ColumnPlan) -> FieldError:
+    """The error of rows none of whose columns fills a field: every PDF would be blank.
+
+    One line naming the columns, each with the field it looks like where one does.
+    """
+    columns = [*plan.near, *plan.not_used]
+    parts = []
+    for column in columns[:SHOWN_COLUMNS]:
+        part = f"column {column!r} matches no field"
+        if column in plan.near:
+            part += f" (did you mean {plan.near[column]!r}?)"
+        parts.append(part)
+    more = len(columns) - SHOWN_COLUMNS
+    listed = "; ".join(parts) + (f"; and {more} more columns" if more > 0 else "")
+    return FieldError(
+        f"No column of the rows matches a field of the form, so every PDF would be blank: "
+        f"{listed}. Name the columns after the fields, or map them to the fields "
+        "(`fillpdf inspect FORM.pdf` lists them).",
+        param="rows",
+    )
+
+
+def _map(column: str, field_name: str, flags: bool) -> str:
+    if flags:
+        return f"--map '{column}={field_name}'"
+    return f"mapping={{{column!r}: {field_name!r}}}"
+
+
+def plan_columns(
+    columns: Sequence[str],
+    fields: Sequence[Field],
+    mapping: Mapping[str, str | None] | None = None,
+    *,
+    used: Collection[str] = (),
+) -> ColumnPlan:
+    """Pair ``columns`` with ``fields`` by the rule above; ``used`` names columns put to
+    another use (the file names), which are neither filled from nor reported."""
+    names = {f.name for f in fields}
+    pairs, left_out = _mapped_pairs(columns, names, mapping)
+    taken = set(pairs.values())
+    for match in (_by_name, _by_normalised_name, _by_compact_name):
+        for column in columns:
+            if column in pairs or column in left_out:
+                continue
+            found = match(column, fields, taken)
+            if found is not None:
+                pairs[column] = found
+                taken.add(found)
+    fillable = [f for f in fields if not f.read_only]
+    unfilled = [f.name for f in fillable if f.name not in taken]
+    unmatched = [c for c in columns if c not in pairs and c not in left_out and c not in used]
+    near = suggest(unmatched, [f for f in fillable if f.name not in taken])
+    not_used = [c for c in unmatched if c not in near]
+    return ColumnPlan(pairs, near, not_used, left_out, unfilled)
+
+
+def _mapped_pairs(
+    columns: Sequence[str], names: set[str], mapping: Mapping[str, str | None] | None
+) -> tuple[dict[str, str], list[str]]:
+    """The pairs an explicit mapping (column -> field) makes, each checked, and the columns
+    it leaves out."""
+    check_mapping(mapping, names)
+    pairs: dict[str, str] = {}
+    left_out: list[str] = []
+    for column, field_name in (mapping or {}).items():
+        if column not in columns:
+            guess = difflib.get_close_matches(column, list(columns), n=1, cutoff=0.6)
+            hint = f"; did you mean {guess[0]!r}?" if guess else "."
+            raise FieldError(
+                f"the mapping names a column {column!r} the rows lack{hint} The rows' "
+                f"columns: {', '.join(columns[:20])}.",
+                param="mapping",
+            )
+        if field_name is None or field_name == LEAVE_OUT:
+            left_out.append(column)
+            continue
+        pairs[column] = field_name
+    doubled = {f for f in pairs.values() if list(pairs.values()).count(f) > 1}
+    if doubled:
+        name = sorted(doubled)[0]
+        columns_of = [c for c, f in pairs.items() if f == name]
+        raise FieldError(
+            f"the mapping fills {name!r} from {len(columns_of)} columns "
+            f"({', '.join(map(repr, columns_of))}); map one column to each field.",
+            param="mapping",
+        )
+    return pairs, left_out
+
+
+def check_mapping(mapping: Mapping[str, str | None] | None, names: Collection[str]) -> None:
+    """A mapping to a field the form lacks is refused, with the closest field name."""
+    for column, field_name in (mapping or {}).items():
+        if field_name and field_name not in names:
+            guess = difflib.get_close_matches(field_name, sorted(names), n=1, cutoff=0.6)
+            hint = f"; did you mean {guess[0]!r}?" if guess else "."
+            raise FieldValueError(
+                field_name,
+                f"the mapping {{{column!r}: {field_name!r}}} names a field the form does not "
+                f"have{hint} `fillpdf inspect FORM.pdf` lists the fields.",
+            )
+
+
+def _by_name(column: str, fields: Sequence[Field], taken: set[str]) -> str | None:
+    return column if column not in taken and any(f.name == column for f in fields) else None
+
+
+def _by_normalised_name(column: str, fields: Sequence[Field], taken: set[str]) -> str | None:
+    return _only(column, fields, taken, normalise)
+
+
+def _by_compact_name(column: str, fields: Sequence[Field], taken: set[str]) -> str | None:
+    return _only(column, fields, taken, _compact)
+
+
+def _only(
+    column: str, fields: Sequence[Field], taken: set[str], key: Callable[[str], str]
+) -> str | None:
+    """The one field not yet taken whose name is the column's under ``key``."""
+    wanted = key(column)
+    found = [f.name for f in fields if f.name not in taken and key(f.name) == wanted]
+    return found[0] if len(found) == 1 and wanted else None
+
+
+def suggest(columns: Sequence[str], fields: Sequence[Field]) -> dict[str, str]:
+    """Column -> the field it most looks like, each field for at most one column, best
+    first; a column as like two fields as each other gets neither (a coin toss misleads)."""
+    scored: list[tuple[float, str, str]] = []
+    for column in columns:
+        scores = sorted(((similarity(column, f.name), f.name) for f in fields), key=lambda s: -s[0])
+        scores = [s for s in scores if s[0] >= NEAR]
+        if not scores or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+            continue
+        scored.extend((score, column, name) for score, name in scores)
+    chosen: dict[str, str] = {}
+    taken: set[str] = set()
+    for _score, column, name in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
+        if column not in chosen and name not in taken:
+            chosen[column] = name
+            taken.add(name)
+    return {c: chosen[c] for c in columns if c in chosen}
+
+
+_WORDS = re.compile(r"[a-z]+|[0-9]+")
+
+
+def similarity(column: str, field_name: str) -> float:
+    """How alike two names are, 0 to 1, as a person reads them: by their words (one may
+    abbreviate the other: ``desc``, ``qty``), and never alike when their numbers differ."""
+    a, b = _words(column), _words(field_name)
+    if sorted(w for w in a if w.isdigit()) != sorted(w for w in b if w.isdigit()):
+        return 0.0
+    if not a or not b:
+        return 0.0
+    matched = _matched_words(a, b)
+    words = 2 * matched / (len(a) + len(b))
+    whole = difflib.SequenceMatcher(None, _compact(column), _compact(field_name)).ratio()
+    return max(words, whole if whole >= 0.85 else 0.0)
+
+
+def _words(name: str) -> list[str]:
+    """The name's words and numbers; a lone letter joins the word after it (``e-mail``)."""
+    words: list[str] = []
+    for word in _WORDS.findall(name.casefold()):
+        if words and len(words[-1]) == 1 and words[-1].isalpha() and word.isalpha():
+            words[-1] += word
+        else:
+            words.append(word)
+    return words
+
+
+def _matched_words(a: list[str], b: list[str]) -> float:
+    """The weight of the words of ``a`` that stand for a word of ``b``, each used once."""
+    left = list(b)
+    total = 0.0
+    for word in a:
+        best, weight = None, 0.0
+        for other in left:
+            w = _word_likeness(word, other)
+            if w > weight:
+                best, weight = other, w
+        if best is not None:
+            left.remove(best)
+            total += weight
+    return total
+
+
+def _word_likeness(a: str, b: str) -> float:
+    if a == b:
+        return 1.0
+    if a.isdigit() or b.isdigit():
+        return 0.0
+    short, long = sorted((a, b), key=len)
+    if len(short) >= 3 and long.startswith(short):
+        return 0.9  # desc, description
+    if len(short) >= 2 and short[0] == long[0] and _in_order(short, long):
+        return 0.75  # qty, quantity; adress, address
+    if len(short) >= 4 and difflib.SequenceMatcher(None, a, b).ratio() >= 0.8:
+        return 0.75  # a typo: adderss, address
+    return 0.0
+
+
+def _in_order(short: str, long: str) -> bool:
+    """Every letter of ``short`` in ``long``, in order."""
+    letters = iter(long)
+    return all(letter in letters for letter in short)
