@@ -236,10 +236,32 @@ def _fillable(path: str) -> Template:
         ) from None
 
 
-def _cmd_fill(args: argparse.Namespace) -> int:
-    from fillpdf_provider.engine.appearance import Fit
+def _fill_values(
+    args: argparse.Namespace, template: Template, values: dict[str, Any]
+) -> dict[str, object]:
+    """One rule everywhere: a key fills a field as a batch's column does, and what a batch's
+    cell takes, a JSON value takes."""
     from fillpdf_provider.engine.coerce import coerce_values
     from fillpdf_provider.engine.columns import plan_columns
+
+    plan = plan_columns(list(values), template.fields, _mapping(args))
+    plan.check(strict=args.strict_columns, flags=True)
+    if values and not plan.pairs and not plan.left_out:
+        raise FillPdfError(
+            f"No key of {args.values} matches a field of the form: "
+            f"{', '.join(map(repr, list(values)[:10]))}. Name the keys after the fields "
+            "(`fillpdf inspect FORM.pdf` lists them), or map them with --map KEY=FIELD."
+        )
+    if note := plan.not_used_note():
+        print(note.replace("columns", "keys"), file=sys.stderr)
+    fields = {f.name: f for f in template.fields}
+    dates = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
+    named = {plan.pairs[k]: v for k, v in values.items() if k in plan.pairs}
+    return coerce_values(fields, named, dates)
+
+
+def _cmd_fill(args: argparse.Namespace) -> int:
+    from fillpdf_provider.engine.appearance import Fit
     from fillpdf_provider.engine.files import write_atomic
 
     values = _read_json(args.values, "values")
@@ -249,23 +271,9 @@ def _cmd_fill(args: argparse.Namespace) -> int:
     try:
         template = _fillable(args.form)
         _note_repairs(args.form, template.repaired)
-        # One rule everywhere: a key fills a field as a batch's column does, and what a
-        # batch's cell takes, a JSON value takes.
-        fields = {f.name: f for f in template.fields}
-        plan = plan_columns(list(values), template.fields, _mapping(args))
-        plan.check(strict=args.strict_columns, flags=True)
-        if values and not plan.pairs and not plan.left_out:
-            raise FillPdfError(
-                f"No key of {args.values} matches a field of the form: "
-                f"{', '.join(map(repr, list(values)[:10]))}. Name the keys after the fields "
-                "(`fillpdf inspect FORM.pdf` lists them), or map them with --map KEY=FIELD."
-            )
-        if note := plan.not_used_note():
-            print(note.replace("columns", "keys"), file=sys.stderr)
-        values = {plan.pairs[k]: v for k, v in values.items() if k in plan.pairs}
-        dates = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
-        values = coerce_values(fields, values, dates)
-        filled = template.fill_result(values, flatten=args.flatten, fit=fit)
+        filled = template.fill_result(
+            _fill_values(args, template, values), flatten=args.flatten, fit=fit
+        )
     except TextOverflowError as exc:
         message = _in_flags(exc.message)
         if "--overflow" not in message:

@@ -143,23 +143,31 @@ def plan_columns(
 ) -> ColumnPlan:
     """Pair ``columns`` with ``fields`` by the rule above; ``used`` names columns put to
     another use (the file names), which are neither filled from nor reported."""
-    names = {f.name for f in fields}
-    pairs, left_out = _mapped_pairs(columns, names, mapping)
+    pairs, left_out = _mapped_pairs(columns, {f.name for f in fields}, mapping)
+    _match_by_name(columns, fields, pairs, skip=set(left_out))
+    taken = set(pairs.values())
+    open_fields = [f for f in fields if not f.read_only and f.name not in taken]
+    skip = set(pairs) | set(left_out) | set(used)
+    unmatched = [c for c in columns if c not in skip]
+    near = suggest(unmatched, open_fields)
+    not_used = [c for c in unmatched if c not in near]
+    return ColumnPlan(pairs, near, not_used, left_out, [f.name for f in open_fields])
+
+
+def _match_by_name(
+    columns: Sequence[str], fields: Sequence[Field], pairs: dict[str, str], skip: set[str]
+) -> None:
+    """Add to ``pairs`` each column that fills a field by name: as written first, then
+    normalised, then with every separator set aside (each field filled once)."""
     taken = set(pairs.values())
     for match in (_by_name, _by_normalised_name, _by_compact_name):
         for column in columns:
-            if column in pairs or column in left_out:
+            if column in pairs or column in skip:
                 continue
             found = match(column, fields, taken)
             if found is not None:
                 pairs[column] = found
                 taken.add(found)
-    fillable = [f for f in fields if not f.read_only]
-    unfilled = [f.name for f in fillable if f.name not in taken]
-    unmatched = [c for c in columns if c not in pairs and c not in left_out and c not in used]
-    near = suggest(unmatched, [f for f in fillable if f.name not in taken])
-    not_used = [c for c in unmatched if c not in near]
-    return ColumnPlan(pairs, near, not_used, left_out, unfilled)
 
 
 def _mapped_pairs(
@@ -183,16 +191,21 @@ def _mapped_pairs(
             left_out.append(column)
             continue
         pairs[column] = field_name
-    doubled = {f for f in pairs.values() if list(pairs.values()).count(f) > 1}
+    _refuse_doubles(pairs)
+    return pairs, left_out
+
+
+def _refuse_doubles(pairs: Mapping[str, str]) -> None:
+    """A mapping that fills one field from two columns is refused: which would win?"""
+    fields = list(pairs.values())
+    doubled = sorted({f for f in fields if fields.count(f) > 1})
     if doubled:
-        name = sorted(doubled)[0]
-        columns_of = [c for c, f in pairs.items() if f == name]
+        columns_of = [c for c, f in pairs.items() if f == doubled[0]]
         raise FieldError(
-            f"the mapping fills {name!r} from {len(columns_of)} columns "
+            f"the mapping fills {doubled[0]!r} from {len(columns_of)} columns "
             f"({', '.join(map(repr, columns_of))}); map one column to each field.",
             param="mapping",
         )
-    return pairs, left_out
 
 
 def check_mapping(mapping: Mapping[str, str | None] | None, names: Collection[str]) -> None:
@@ -232,20 +245,22 @@ def _only(
 def suggest(columns: Sequence[str], fields: Sequence[Field]) -> dict[str, str]:
     """Column -> the field it most looks like, each field for at most one column, best
     first; a column as like two fields as each other gets neither (a coin toss misleads)."""
-    scored: list[tuple[float, str, str]] = []
-    for column in columns:
-        scores = sorted(((similarity(column, f.name), f.name) for f in fields), key=lambda s: -s[0])
-        scores = [s for s in scores if s[0] >= NEAR]
-        if not scores or (len(scores) > 1 and scores[1][0] == scores[0][0]):
-            continue
-        scored.extend((score, column, name) for score, name in scores)
+    scored = [
+        (score, column, name) for column in columns for score, name in _likely(column, fields)
+    ]
     chosen: dict[str, str] = {}
-    taken: set[str] = set()
     for _score, column, name in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
-        if column not in chosen and name not in taken:
+        if column not in chosen and name not in chosen.values():
             chosen[column] = name
-            taken.add(name)
     return {c: chosen[c] for c in columns if c in chosen}
+
+
+def _likely(column: str, fields: Sequence[Field]) -> list[tuple[float, str]]:
+    """The fields ``column`` is near, likeliest first; none where the likeliest two tie."""
+    scores = sorted(((similarity(column, f.name), f.name) for f in fields), key=lambda s: -s[0])
+    scores = [s for s in scores if s[0] >= NEAR]
+    tie = len(scores) > 1 and scores[1][0] == scores[0][0]
+    return [] if tie else scores
 
 
 _WORDS = re.compile(r"[a-z]+|[0-9]+")

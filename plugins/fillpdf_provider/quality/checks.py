@@ -150,17 +150,20 @@ def _wanted(fields: Sequence[Field], require_columns: Iterable[str] | None) -> l
     """The fields the rows must fill: those asked for, and every field the form marks
     required."""
     wanted = list(require_columns or ())
-    unknown = [n for n in wanted if n not in {f.name for f in fields}]
-    if unknown:
-        names = ", ".join(repr(n) for n in unknown)
-        which = "which is not a field" if len(unknown) == 1 else "which are not fields"
-        guesses = suggest(unknown, list(fields))
-        guess = f" (did you mean {' or '.join(repr(g) for g in guesses.values())}?)"
-        raise ValueError(
-            f"require_columns names {names}, {which} of the form"
-            f"{guess if guesses else ''}. {INSPECT}"
-        )
+    _refuse_unknown(wanted, fields)
     return wanted + [f.name for f in fields if f.required]
+
+
+def _refuse_unknown(names: Sequence[str], fields: Sequence[Field]) -> None:
+    """``require_columns`` naming what is not a field is refused, with the near fields."""
+    unknown = [n for n in names if n not in {f.name for f in fields}]
+    if not unknown:
+        return
+    listed = ", ".join(repr(n) for n in unknown)
+    which = "which is not a field" if len(unknown) == 1 else "which are not fields"
+    guesses = suggest(unknown, list(fields))
+    guess = f" (did you mean {' or '.join(repr(g) for g in guesses.values())}?)" if guesses else ""
+    raise ValueError(f"require_columns names {listed}, {which} of the form{guess}. {INSPECT}")
 
 
 def near_columns(
