@@ -199,12 +199,15 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _print_fields(fields: list[Field], dates: dict[str, str]) -> None:
     """The fields as a table a person reads: name, type, page and what limits the value."""
+    from fillpdf_provider.engine.dates import readable
+
     width = min(60, max(len(f.name) for f in fields))
     print(f"{'name':<{width}}  {'type':<9} page  details")
     for f in fields:
         details = _details(f)
         if dates.get(f.name):
-            details.insert(0, f"format {dates[f.name]} (or YYYY-MM-DD)")
+            iso = " (or YYYY-MM-DD)" if readable(dates[f.name]) else ""
+            details.insert(0, f"format {dates[f.name]}{iso}")
         print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(details)}")
     print(f"{len(fields)} fields")
 

@@ -451,3 +451,23 @@ def test_operator_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match=r"needs template= \(.*\) and rows= \("):
         QualityCheckOperator(task_id="x", kind="input")
     assert set(QualityCheckOperator.template_fields) >= {"template", "rows", "output_dir"}
+
+
+def test_rows_whose_columns_fill_no_field_fail_the_check(form: Template) -> None:
+    rows = sample_rows()[["notes"]].rename(columns={"notes": "remarks"}).assign(age=3)
+    report = input_rows_check(rows, form, require_columns=[])
+    assert not report.success
+    assert "no column fills a field of the form" in report.summary()
+
+
+def test_a_date_format_the_rule_cannot_read_is_not_checked(tmp_path: Path) -> None:
+    """The filler takes such a date's text as given, so the check does too."""
+    from fillpdf_provider.engine import Field as SchemaField
+
+    fields = [
+        SchemaField("full_name", "text", 0, (0, 0, 10, 10)),
+        SchemaField("at", "date", 0, (0, 0, 10, 10)),
+    ]
+    rows = pd.DataFrame({"full_name": ["Ada"], "at": ["03/05/2025 10:30"]})
+    assert input_rows_check(rows, fields, date_formats={"at": "mm/dd/yyyy HH:MM"}).success
+    assert not input_rows_check(rows, fields, date_formats={"at": "mm/dd/yyyy"}).success

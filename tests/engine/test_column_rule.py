@@ -144,16 +144,36 @@ def test_suggestions_pair_one_column_with_one_field_and_numbers_agree() -> None:
     fields = text_fields(
         "email_address", "item1_description", "item1_quantity", "item1_price", "item3_price"
     )
-    columns = ["item1_desc", "item1_qty", "unit_price_1", "unit_price_3"]
+    columns = ["item1_desc", "item1_qty", "item3_desc", "unit_price_3"]
     plan = plan_columns(columns, fields)
-    assert plan.near == {
-        "item1_desc": "item1_description",
-        "item1_qty": "item1_quantity",
-        "unit_price_1": "item1_price",
-        "unit_price_3": "item3_price",
-    }
+    assert plan.near == {"item1_desc": "item1_description", "item1_qty": "item1_quantity"}
+    assert plan.not_used == ["item3_desc", "unit_price_3"]
     assert similarity("item1_desc", "email_address") == 0
-    assert similarity("unit_price_3", "item1_price") == 0
+    assert similarity("unit_price_3", "item1_price") == 0  # numbers disagree
+    assert similarity("item3_desc", "item1_description") == 0
+
+
+def test_a_column_that_only_shares_a_word_with_a_field_is_no_mistake(
+    template: Template, tmp_path: Path
+) -> None:
+    """Extra columns are normal: one that shares a word, or two letters, with a field is
+    listed as not used, never a reason to refuse the batch."""
+    extra = ["No", "photo", "plan_price", "signature_date", "age", "co", "zip_code"]
+    rows = write_csv(
+        tmp_path / "rows.csv", table(["full_name", "email", *extra], ["Ada", "a@b.c", *"1234567"])
+    )
+    summary = fill_rows(template, rows, tmp_path / "out")
+    assert (summary.ok, summary.unused_columns) == (1, extra)
+
+
+def test_two_columns_as_like_one_field_get_neither() -> None:
+    plan = plan_columns(["Phone (mobile)", "Phone (home)"], text_fields("phone_number"))
+    assert plan.near == {} and plan.not_used == ["Phone (mobile)", "Phone (home)"]
+
+
+def test_no_column_is_taken_for_a_signature() -> None:
+    fields = [Field("signature", "signature", 0, (0, 0, 10, 10))]
+    assert plan_columns(["signatur"], fields).near == {}
 
 
 def test_two_columns_never_share_a_suggestion() -> None:

@@ -26,6 +26,8 @@ from kits.flatkit import flat_form
         ("March 5, 2025", "mmmm d, yyyy", dt.date(2025, 3, 5)),
         ("03052025", "mmddyyyy", dt.date(2025, 3, 5)),
         ("030525", "mmddyy", dt.date(2025, 3, 5)),
+        ("2025", "yyyy", dt.date(2025, 1, 1)),  # a year alone
+        (" 03/05/2025 ", "mm/dd/yyyy", dt.date(2025, 3, 5)),
         ("19/02/2025", "mm/dd/yyyy", None),  # no 19th month
         ("02/30/2025", "mm/dd/yyyy", None),  # no 30 February
         ("2025-03-05", "mm/dd/yyyy", None),  # ISO is not the form's format
@@ -39,6 +41,8 @@ def test_iso_is_written_in_the_forms_format_and_the_forms_own_is_kept() -> None:
     assert form_date("d", "2025-03-05", "mm/dd/yyyy") == "03/05/2025"
     assert form_date("d", "2025-03-05T00:00:00", "dd.mm.yyyy") == "05.03.2025"
     assert form_date("d", "3/5/2025", "mm/dd/yyyy") == "3/5/2025"
+    assert form_date("d", " 03/05/2025 ", "mm/dd/yyyy") == "03/05/2025"  # no spaces kept
+    assert form_date("d", "2025", "yyyy") == "2025"
     assert as_iso("3/5/2025", "mm/dd/yyyy") == "2025-03-05"
     assert as_iso("soon", "mm/dd/yyyy") == "soon"
 

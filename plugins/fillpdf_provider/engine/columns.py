@@ -10,9 +10,11 @@ A column that matches no field but looks like a field no column fills (``item1_d
 ``item1_description``) is a mistake to fix before anything is filled: it is an error that
 names the field and the mapping that fixes it. Any other column is listed once as not used
 (a column the file names use counts as used); strict columns make those errors too.
-Suggestions pair each column with at most one field and each field with at most one column,
-best first, and numbers must agree: ``unit_price_3`` may be ``item3_price``, never
-``item1_price``.
+A column looks like a field when the whole name is mistyped (``adress_line``) or each word
+stands for one of the field's (``item1_desc``: ``desc`` abbreviates ``description``); a word
+more or less (``photo``, ``photo_consent``) is another name. Suggestions pair each column with
+at most one field and each field with at most one column, best first, and numbers must
+agree: ``item3_desc`` is never ``item1_description``.
 """
 
 from __future__ import annotations
@@ -244,13 +246,19 @@ def _only(
 
 def suggest(columns: Sequence[str], fields: Sequence[Field]) -> dict[str, str]:
     """Column -> the field it most looks like, each field for at most one column, best
-    first; a column as like two fields as each other gets neither (a coin toss misleads)."""
+    first; a column as like two fields as each other gets neither, and so does a field two
+    columns are as like (a coin toss misleads). Signature fields are no one's: people sign."""
+    targets = [f for f in fields if f.type != "signature"]
     scored = [
-        (score, column, name) for column in columns for score, name in _likely(column, fields)
+        (score, column, name) for column in columns for score, name in _likely(column, targets)
     ]
+    tops: dict[str, list[float]] = {}
+    for score, _column, name in scored:
+        tops.setdefault(name, []).append(score)
+    tied = {n for n, scores in tops.items() if sorted(scores)[-2:] == [max(scores)] * 2}
     chosen: dict[str, str] = {}
     for _score, column, name in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
-        if column not in chosen and name not in chosen.values():
+        if column not in chosen and name not in chosen.values() and name not in tied:
             chosen[column] = name
     return {c: chosen[c] for c in columns if c in chosen}
 
@@ -274,10 +282,16 @@ def similarity(column: str, field_name: str) -> float:
         return 0.0
     if not a or not b:
         return 0.0
-    matched = _matched_words(a, b)
-    words = 2 * matched / (len(a) + len(b))
+    short = min(len(_compact(column)), len(_compact(field_name)))
     whole = difflib.SequenceMatcher(None, _compact(column), _compact(field_name)).ratio()
-    return max(words, whole if whole >= 0.85 else 0.0)
+    if whole >= 0.85 and short >= 5:  # the whole name, mistyped: adress_line, address_line
+        return whole
+    if len(a) != len(b):  # a word more or less is another name: photo, photo_consent
+        return 0.0
+    weights = _matched_words(a, b)
+    if len(weights) < len(a):  # a word that stands for none of the other's: unit, item
+        return 0.0
+    return sum(weights) / len(a)
 
 
 def _words(name: str) -> list[str]:
@@ -291,10 +305,10 @@ def _words(name: str) -> list[str]:
     return words
 
 
-def _matched_words(a: list[str], b: list[str]) -> float:
-    """The weight of the words of ``a`` that stand for a word of ``b``, each used once."""
+def _matched_words(a: list[str], b: list[str]) -> list[float]:
+    """How well each word of ``a`` that stands for a word of ``b`` does so, each used once."""
     left = list(b)
-    total = 0.0
+    weights = []
     for word in a:
         best, weight = None, 0.0
         for other in left:
@@ -303,8 +317,8 @@ def _matched_words(a: list[str], b: list[str]) -> float:
                 best, weight = other, w
         if best is not None:
             left.remove(best)
-            total += weight
-    return total
+            weights.append(weight)
+    return weights
 
 
 def _word_likeness(a: str, b: str) -> float:
@@ -315,7 +329,7 @@ def _word_likeness(a: str, b: str) -> float:
     short, long = sorted((a, b), key=len)
     if len(short) >= 3 and long.startswith(short):
         return 0.9  # desc, description
-    if len(short) >= 2 and short[0] == long[0] and _in_order(short, long):
+    if len(short) >= 3 and short[0] == long[0] and _in_order(short, long):
         return 0.75  # qty, quantity; adress, address
     if len(short) >= 4 and difflib.SequenceMatcher(None, a, b).ratio() >= 0.8:
         return 0.75  # a typo: adderss, address

@@ -60,6 +60,7 @@ def format_date(value: dt.date, af_format: str | None) -> str:
     return _AF_TOKEN.sub(lambda m: parts[m.group(0)], af_format)
 
 
+@functools.lru_cache(maxsize=256)
 def readable(af_format: str) -> bool:
     """Whether this rule reads the format: only date parts and punctuation."""
     return not re.search(r"[A-Za-z]", _AF_TOKEN.sub("", af_format))
@@ -91,7 +92,11 @@ def parse_form_date(text: str, af_format: str) -> dt.date | None:
     if found is None:
         return None
     parts = found.groupdict()
-    month = _MONTHS.get((parts.get("month_name") or "").casefold()) or int(parts.get("month") or 0)
+    month_name = parts.get("month_name")
+    if month_name is not None:
+        month = _MONTHS.get(month_name.casefold(), 0)
+    else:  # a format without a month (yyyy) reads as January
+        month = int(parts["month"]) if parts.get("month") else 1
     year = int(parts["year"]) if parts.get("year") else 2000 + int(parts.get("year2") or 0)
     try:
         return dt.date(year, month, int(parts.get("day") or 1))
@@ -118,7 +123,7 @@ def form_date(field_name: str, text: str, af_format: str | None) -> str:
     if not af_format or not readable(af_format):
         return text
     if parse_form_date(text, af_format) is not None:
-        return text
+        return text.strip()  # as written, less the spaces around it
     iso = parse_iso_date(text)
     if iso is not None:
         return format_date(iso, af_format)

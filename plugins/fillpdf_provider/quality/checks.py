@@ -26,6 +26,7 @@ from fillpdf_provider.engine.columns import (
     plan_columns,
     suggest,
 )
+from fillpdf_provider.engine.dates import readable
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.quality.context import quiet_gx, validate
 from fillpdf_provider.quality.frames import (
@@ -101,10 +102,12 @@ def input_rows_check(
     if date_formats is None:
         date_formats = dates_of(template_fields, fields)
     frame = input_frame(table, pairs, row_column, date_formats)
+    unread = {n for n, f in date_formats.items() if f and not readable(f)}
     with quiet_gx():
         suite = input_suite(
-            expected, pairs, frame.columns, fields=fields, near=near, mapped=set(mapping or ())
-        )
+            expected, pairs, frame.columns, fields=fields, near=near,
+            mapped=set(mapping or ()), unchecked_dates=unread,
+        )  # fmt: skip
         report = _run("input", describe(rows), frame, suite, row_column, started)
     report.failures = [
         *column_failures(plan, expected, strict_columns),
@@ -198,6 +201,15 @@ def column_failures(
     column fills (unless a missing column's failure already says so) and, with ``strict``,
     every column that fills nothing."""
     failures = []
+    if not plan.pairs and not plan.left_out and (plan.near or plan.not_used):
+        failures.append(
+            Failure(
+                "fillpdf_column_rule", None, COLUMN_RULE, subject="the rows",
+                problem="no column fills a field of the form, so every PDF would be blank",
+                fix="Name the columns after the fields, or map them (mapping=); "
+                f"{INSPECT}",
+            )
+        )  # fmt: skip
     for column, field_name in plan.near.items():
         if field_name in expected:
             continue  # the field's missing-column failure names this column

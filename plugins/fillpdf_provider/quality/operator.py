@@ -17,7 +17,7 @@ from airflow.sdk import BaseOperator, Context
 
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
-from fillpdf_provider.operators.forms import mapping_of
+from fillpdf_provider.operators.forms import flag_of, mapping_of
 from fillpdf_provider.quality.report import QualityReport, enforce, save_report
 from fillpdf_provider.storage import read_bytes, readable
 
@@ -70,7 +70,8 @@ class QualityCheckOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = (
-        "template", "rows", "output_dir", "schema", "mapping", "results", "storage_conn_id",
+        "template", "rows", "output_dir", "schema", "mapping", "strict_columns", "results",
+        "storage_conn_id",
     )  # fmt: skip
     ui_color = "#e8f4ea"
 
@@ -84,7 +85,7 @@ class QualityCheckOperator(BaseOperator):
         schema: str | None = None,
         mapping: Mapping[str, str | None] | str | None = None,
         require_columns: Iterable[str] | None = None,
-        strict_columns: bool = False,
+        strict_columns: bool | str = False,
         expected_rows: int | None = None,
         results: str | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
@@ -141,7 +142,8 @@ class QualityCheckOperator(BaseOperator):
                 form_fields, dates = self._form()
                 return checks.input_rows_check(
                     rows, form_fields, mapping_of(self.mapping),
-                    require_columns=self.require_columns, strict_columns=self.strict_columns,
+                    require_columns=self.require_columns,
+                    strict_columns=flag_of("strict_columns", self.strict_columns),
                     date_formats=dates,
                 )  # fmt: skip
             if self.kind == "manifest":
