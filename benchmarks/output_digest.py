@@ -17,6 +17,7 @@ shows up too.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 import json
 import sys
@@ -31,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from fillpdf_provider.engine import FillPdfError, Fit, Template  # noqa: E402
 from fillpdf_provider.engine.batch import fill_rows  # noqa: E402
 from fillpdf_provider.engine.convert import convert  # noqa: E402
+from fillpdf_provider.engine.dates import format_date  # noqa: E402
 from kits.flatten import flatten_form  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -38,7 +40,7 @@ TEXTS = ("Zoë 12", "Ελλάδα", "Кирилл", "Ann Lee")
 
 
 def values_for(template: Template) -> dict[str, object]:
-    """A value for every field: ticked boxes, the last option, text in three scripts."""
+    """A value for every field: ticked boxes, the last option, dates, text in three scripts."""
     values: dict[str, object] = {}
     for index, field in enumerate(template.fields):
         if field.type == "checkbox":
@@ -48,10 +50,10 @@ def values_for(template: Template) -> dict[str, object]:
                 values[field.name] = field.options[-1]
         elif field.type == "signature":
             continue
+        elif field.type == "date":  # a date in the form's own format, as the filler takes
+            values[field.name] = format_date(dt.date(2024, 1, 2), template.date_format(field.name))
         elif field.max_length:
             values[field.name] = "1234567890"[: field.max_length]
-        elif field.type == "date":
-            values[field.name] = "01/02/2024"
         else:
             values[field.name] = TEXTS[index % len(TEXTS)]
     return values
