@@ -185,16 +185,20 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         fields = template.fields
         dates = {f.name: template.date_format(f.name) or "" for f in fields if f.type == "date"}
     if args.json:
-        entries = [f.to_dict() for f in fields]
-        for entry in entries:
-            if dates.get(entry["name"]):
-                entry["date_format"] = dates[entry["name"]]
-        _print_json({"fields": entries})
+        _print_json({"fields": [_entry(f, dates) for f in fields]})
     elif not fields:
         print(f"{args.form}: no fillable fields (convert it with `fillpdf convert`).")
     else:
         _print_fields(fields, dates)
     return 0
+
+
+def _entry(field: Field, dates: dict[str, str]) -> dict[str, Any]:
+    """A field as ``inspect --json`` gives it: its schema entry, and a date's format."""
+    entry = field.to_dict()
+    if dates.get(field.name):
+        entry["date_format"] = dates[field.name]
+    return entry
 
 
 def _print_fields(fields: list[Field], dates: dict[str, str]) -> None:

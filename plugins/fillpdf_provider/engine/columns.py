@@ -252,15 +252,20 @@ def suggest(columns: Sequence[str], fields: Sequence[Field]) -> dict[str, str]:
     scored = [
         (score, column, name) for column in columns for score, name in _likely(column, targets)
     ]
+    tied = _tied_fields(scored)
+    chosen: dict[str, str] = {}
+    for _score, column, name in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
+        if column not in chosen and name not in {*chosen.values(), *tied}:
+            chosen[column] = name
+    return {c: chosen[c] for c in columns if c in chosen}
+
+
+def _tied_fields(scored: Sequence[tuple[float, str, str]]) -> set[str]:
+    """The fields two columns are as like as each other, at their best."""
     tops: dict[str, list[float]] = {}
     for score, _column, name in scored:
         tops.setdefault(name, []).append(score)
-    tied = {n for n, scores in tops.items() if sorted(scores)[-2:] == [max(scores)] * 2}
-    chosen: dict[str, str] = {}
-    for _score, column, name in sorted(scored, key=lambda s: (-s[0], s[1], s[2])):
-        if column not in chosen and name not in chosen.values() and name not in tied:
-            chosen[column] = name
-    return {c: chosen[c] for c in columns if c in chosen}
+    return {n for n, scores in tops.items() if sorted(scores)[-2:] == [max(scores)] * 2}
 
 
 def _likely(column: str, fields: Sequence[Field]) -> list[tuple[float, str]]:
@@ -278,20 +283,25 @@ def similarity(column: str, field_name: str) -> float:
     """How alike two names are, 0 to 1, as a person reads them: by their words (one may
     abbreviate the other: ``desc``, ``qty``), and never alike when their numbers differ."""
     a, b = _words(column), _words(field_name)
-    if sorted(w for w in a if w.isdigit()) != sorted(w for w in b if w.isdigit()):
-        return 0.0
-    if not a or not b:
+    if not a or not b or _numbers(a) != _numbers(b):
         return 0.0
     short = min(len(_compact(column)), len(_compact(field_name)))
     whole = difflib.SequenceMatcher(None, _compact(column), _compact(field_name)).ratio()
     if whole >= 0.85 and short >= 5:  # the whole name, mistyped: adress_line, address_line
         return whole
-    if len(a) != len(b):  # a word more or less is another name: photo, photo_consent
-        return 0.0
-    weights = _matched_words(a, b)
-    if len(weights) < len(a):  # a word that stands for none of the other's: unit, item
-        return 0.0
-    return sum(weights) / len(a)
+    return _word_for_word(a, b)
+
+
+def _numbers(words: list[str]) -> list[str]:
+    return sorted(w for w in words if w.isdigit())
+
+
+def _word_for_word(a: list[str], b: list[str]) -> float:
+    """How well each word of ``a`` stands for one of ``b``'s, or 0 if one does not: a word
+    more or less is another name (``photo``, ``photo_consent``), and so is a word that
+    stands for none (``unit``, ``item``)."""
+    weights = _matched_words(a, b) if len(a) == len(b) else []
+    return sum(weights) / len(a) if len(weights) == len(a) else 0.0
 
 
 def _words(name: str) -> list[str]:
