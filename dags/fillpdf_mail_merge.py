@@ -128,6 +128,7 @@ def fillpdf_mail_merge() -> None:
         or any page billed. A bad one fails here, named, without retries."""
         from airflow.sdk.exceptions import AirflowFailException
 
+        from fillpdf_provider.engine.dates import date_formats
         from fillpdf_provider.hooks.fillpdf import FillPdfHook
         from fillpdf_provider.operators import check_batch_params
         from fillpdf_provider.operators.forms import open_form
@@ -162,7 +163,7 @@ def fillpdf_mail_merge() -> None:
         with FillPdfHook() as hook:
             form = open_form(hook, params["template"], conn_id=conn_id)
             fields = form.fields
-            dates = {f.name: form.date_format(f.name) for f in fields if f.type == "date"}
+            dates = date_formats(form)
         if not params["check_input"]:
             return {"checked": False}
         from fillpdf_provider.engine.batch import OutputNames

@@ -172,10 +172,11 @@ def _note_repairs(form: str, repaired: str) -> None:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    from fillpdf_provider.engine.dates import date_formats
     from fillpdf_provider.engine.errors import NoFormError
     from fillpdf_provider.engine.filler import Template
 
-    dates: dict[str, str] = {}
+    dates: dict[str, str | None] = {}
     try:
         template = Template(args.form)
     except NoFormError:
@@ -183,7 +184,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     else:
         _note_repairs(args.form, template.repaired)
         fields = template.fields
-        dates = {f.name: template.date_format(f.name) or "" for f in fields if f.type == "date"}
+        dates = date_formats(template)
     if args.json:
         _print_json({"fields": [_entry(f, dates) for f in fields]})
     elif not fields:
@@ -193,7 +194,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _entry(field: Field, dates: dict[str, str]) -> dict[str, Any]:
+def _entry(field: Field, dates: dict[str, str | None]) -> dict[str, Any]:
     """A field as ``inspect --json`` gives it: its schema entry, and a date's format."""
     entry = field.to_dict()
     if dates.get(field.name):
@@ -201,7 +202,7 @@ def _entry(field: Field, dates: dict[str, str]) -> dict[str, Any]:
     return entry
 
 
-def _print_fields(fields: list[Field], dates: dict[str, str]) -> None:
+def _print_fields(fields: list[Field], dates: dict[str, str | None]) -> None:
     """The fields as a table a person reads: name, type, page and what limits the value."""
     from fillpdf_provider.engine.dates import readable
 
@@ -209,9 +210,9 @@ def _print_fields(fields: list[Field], dates: dict[str, str]) -> None:
     print(f"{'name':<{width}}  {'type':<9} page  details")
     for f in fields:
         details = _details(f)
-        if dates.get(f.name):
-            iso = " (or YYYY-MM-DD)" if readable(dates[f.name]) else ""
-            details.insert(0, f"format {dates[f.name]}{iso}")
+        if date_format := dates.get(f.name):
+            iso = " (or YYYY-MM-DD)" if readable(date_format) else ""
+            details.insert(0, f"format {date_format}{iso}")
         print(f"{f.name:<{width}}  {f.type:<9} {f.page:>4}  {'; '.join(details)}")
     print(f"{len(fields)} fields")
 
@@ -250,10 +251,11 @@ def _fill_values(
     cell takes, a JSON value takes."""
     from fillpdf_provider.engine.coerce import coerce_values
     from fillpdf_provider.engine.columns import plan_columns
+    from fillpdf_provider.engine.dates import date_formats
 
     plan = plan_columns(list(values), template.fields, _mapping(args))
     plan.check(strict=args.strict_columns, flags=True)
-    if values and not plan.pairs and not plan.left_out:
+    if values and plan.fills_nothing:
         raise FillPdfError(
             f"No key of {args.values} matches a field of the form: "
             f"{', '.join(map(repr, list(values)[:10]))}. Name the keys after the fields "
@@ -262,9 +264,8 @@ def _fill_values(
     if note := plan.not_used_note():
         print(note.replace("columns", "keys"), file=sys.stderr)
     fields = {f.name: f for f in template.fields}
-    dates = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
     named = {plan.pairs[k]: v for k, v in values.items() if k in plan.pairs}
-    return coerce_values(fields, named, dates)
+    return coerce_values(fields, named, date_formats(template))
 
 
 def _cmd_fill(args: argparse.Namespace) -> int:

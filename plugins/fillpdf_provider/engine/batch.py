@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from fillpdf_provider.engine.appearance import Fit
 from fillpdf_provider.engine.coerce import coerce_values, is_empty
 from fillpdf_provider.engine.columns import no_column_matches, plan_columns
+from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.files import private_temp, publish, set_new_file_mode, write_atomic
 from fillpdf_provider.engine.fillable import Form
@@ -298,10 +299,11 @@ class OutputNames:
         self.pattern = pattern
         self._used: set[str] = set()
         try:
-            self.columns = _field_roots(pattern) - {"row"}
-            self._uses_row = "row" in _field_roots(pattern)
+            roots = _field_roots(pattern)
         except ValueError:  # a broken pattern: format refuses it, naming what is wrong
-            self.columns, self._uses_row = set(), False
+            roots = set()
+        self.columns = roots - {"row"}
+        self._uses_row = "row" in roots
 
     def check(self, columns: list[str]) -> None:
         """Fail before any row is filled when the pattern names a column the rows lack, or
@@ -545,17 +547,16 @@ class _RowFiller:
         columns to fix), and the summary that says which columns and fields are left out."""
         fields = {f.name: f for f in template.fields}
         plan = plan_columns(columns, list(fields.values()), mapping, used=names.columns)
-        if columns and not plan.pairs and not plan.left_out:  # every PDF would be blank
+        if columns and plan.fills_nothing:  # every PDF would be blank
             raise no_column_matches(plan)
         plan.check(strict=strict_columns)
-        date_formats = {n: template.date_format(n) for n, f in fields.items() if f.type == "date"}
         sink = _sink(out_dir)  # (a folder is made only once the batch is known to be fillable)
         summary = BatchSummary(
             out_dir=sink.uri("").rstrip("/\\"),
             unused_columns=plan.not_used,
             unfilled_fields=plan.unfilled,
         )
-        return cls(template, fields, date_formats, plan.pairs, names, sink), summary
+        return cls(template, fields, date_formats(template), plan.pairs, names, sink), summary
 
     def fill(self, row: int, cells: Mapping[str, object]) -> _Record:
         """Fill and write one row; a row that cannot be filled is recorded, not raised."""

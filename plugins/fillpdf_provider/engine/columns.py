@@ -79,6 +79,11 @@ class ColumnPlan:
                 )
         return lines
 
+    @property
+    def fills_nothing(self) -> bool:
+        """No column fills a field, nor is left out on purpose: every PDF would be blank."""
+        return not self.pairs and not self.left_out
+
     def check(self, *, strict: bool = False, flags: bool = False) -> None:
         """Raise ``ColumnError`` naming every column to fix (before anything is filled)."""
         if self.problems(strict=strict):

@@ -12,8 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+from typing import TYPE_CHECKING
 
 from fillpdf_provider.engine.errors import FieldValueError
+
+if TYPE_CHECKING:
+    from fillpdf_provider.engine.fillable import Form
 
 _AF_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d")
 _MONTHS = {
@@ -38,6 +42,11 @@ _PARTS = {
 }
 #: The date an error shows in the form's format, as an example to copy.
 EXAMPLE = dt.date(2025, 3, 5)
+
+
+def date_formats(form: Form) -> dict[str, str | None]:
+    """Each date field of ``form`` and its format (None where the form names none)."""
+    return {f.name: form.date_format(f.name) for f in form.fields if f.type == "date"}
 
 
 def format_date(value: dt.date, af_format: str | None) -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from fillpdf_provider.backend import Form
 from fillpdf_provider.client import Expired, InvalidRequest, NotFound
 from fillpdf_provider.engine.appearance import OVERFLOW_POLICIES, Fit
+from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.errors import FillPdfError, NoFormError, PdfError
 from fillpdf_provider.engine.filler import Filled, Template
 from fillpdf_provider.engine.schema import Field
@@ -132,7 +132,7 @@ def open_form(
     if not remote:
         return local
     return ApiForm(hook, local.fields, local.page_count, conversion_id=template,
-                   date_formats=_date_formats(local))  # fmt: skip
+                   date_formats=date_formats(local))  # fmt: skip
 
 
 def read_template(template: str, conn_id: str | None = None) -> bytes:
@@ -158,10 +158,6 @@ def _template(pdf: bytes, template: str) -> Template:
         ) from None
     except PdfError as exc:
         raise InputError(f"template {template!r}: {exc.message}") from None
-
-
-def _date_formats(template: Template) -> dict[str, Any]:
-    return {f.name: template.date_format(f.name) for f in template.fields if f.type == "date"}
 
 
 def mapping_of(value: Mapping[str, str | None] | str | None) -> dict[str, str | None] | None:

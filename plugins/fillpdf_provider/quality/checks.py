@@ -26,7 +26,7 @@ from fillpdf_provider.engine.columns import (
     plan_columns,
     suggest,
 )
-from fillpdf_provider.engine.dates import readable
+from fillpdf_provider.engine.dates import date_formats, readable
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.quality.context import quiet_gx, validate
 from fillpdf_provider.quality.frames import (
@@ -96,11 +96,11 @@ def input_rows_check(
     table = read_table(rows)
     fields = fields_of(template_fields)
     expected, plan = column_plan(table.column_names, fields, mapping, require_columns, used)
-    pairs = {c: f for f in fields for c, name in plan.pairs.items() if name == f.name}
+    pairs = filled_fields(plan, fields)
     near = near_columns(table.column_names, expected, plan, mapping)
     row_column = row_id_name(pairs)
     if date_formats is None:
-        date_formats = dates_of(template_fields, fields)
+        date_formats = dates_of(template_fields)
     frame = input_frame(table, pairs, row_column, date_formats)
     unread = {n for n, f in date_formats.items() if f and not readable(f)}
     with quiet_gx():
@@ -117,12 +117,15 @@ def input_rows_check(
     return report
 
 
-def dates_of(template: Any, fields: Sequence[Field]) -> dict[str, str | None]:
+def dates_of(template: Any) -> dict[str, str | None]:
     """Each date field's format, where ``template`` knows them (a form, not a list)."""
-    date_format = getattr(template, "date_format", None)
-    if date_format is None:
-        return {}
-    return {f.name: date_format(f.name) for f in fields if f.type == "date"}
+    return date_formats(template) if hasattr(template, "date_format") else {}
+
+
+def filled_fields(plan: ColumnPlan, fields: Sequence[Field]) -> dict[str, Field]:
+    """Each column that fills a field, and that field."""
+    by_name = {f.name: f for f in fields}
+    return {column: by_name[name] for column, name in plan.pairs.items()}
 
 
 def column_plan(
@@ -201,7 +204,7 @@ def column_failures(
     column fills (unless a missing column's failure already says so) and, with ``strict``,
     every column that fills nothing."""
     failures = []
-    if not plan.pairs and not plan.left_out and (plan.near or plan.not_used):
+    if plan.fills_nothing and (plan.near or plan.not_used):
         failures.append(
             Failure(
                 "fillpdf_column_rule", None, COLUMN_RULE, subject="the rows",
@@ -275,7 +278,7 @@ def input_keys(
     else:
         fields = fields_of(template_fields)
         _, plan = column_plan(inputs.column_names, fields, mapping)
-        pairs = {c: f for f in fields for c, name in plan.pairs.items() if name == f.name}
+        pairs = filled_fields(plan, fields)
         keys = values_key(input_frame(inputs, pairs, row_id_name(pairs)), pairs)
     keys.index = pd.RangeIndex(1, inputs.num_rows + 1)
     return keys

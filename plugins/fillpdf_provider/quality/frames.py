@@ -89,11 +89,11 @@ def cell_values(
     text = as_text(column)
     if field_type in ("checkbox", "radio", "choice"):
         return blank_as_null(pc.utf8_lower(pc.utf8_trim_whitespace(text)))
-    if field_type == "date":
-        dates = [None if v is None else as_iso(v, date_format) for v in text.to_pylist()]
-        return blank_as_null(
-            pc.utf8_trim_whitespace(pa.chunked_array([pa.array(dates, pa.string())]))
-        )
+    if field_type == "date":  # a column repeats its dates: each distinct one is read once
+        written = pc.unique(text)
+        iso = [None if v is None else as_iso(v, date_format) for v in written.to_pylist()]
+        read = pa.array(iso, pa.string())
+        return blank_as_null(pc.utf8_trim_whitespace(pc.take(read, pc.index_in(text, written))))
     return blank_as_null(text)  # text keeps its spaces: they count towards max_length
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
+from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
 from fillpdf_provider.operators.forms import flag_of, mapping_of
@@ -184,7 +185,7 @@ class QualityCheckOperator(BaseOperator):
         with self._hook() as hook:
             form = open_form(hook, str(self.template), conn_id=self.storage_conn_id)
             fields = list(form.fields)
-            return fields, {f.name: form.date_format(f.name) for f in fields if f.type == "date"}
+            return fields, date_formats(form)
 
     def _schema_check(self) -> QualityReport:
         from fillpdf_provider.engine.filler import Template
