@@ -17,8 +17,14 @@ PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile
 PYTEST := $(PY) -m pytest -q
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
+ANCHOR_VENV := .venv-anchor
+ANCHOR_STAMP := $(ANCHOR_VENV)/.installed
+ANCHOR_CORPORA ?= dev train
+ANCHOR_JOBS ?= 2
+ANCHOR_THREADS ?= 1
 
-.PHONY: demo demo-chunks test test-quick test-repeat lint bench install clean train-detector
+.PHONY: demo demo-chunks test test-quick test-repeat lint bench bench-anchor install clean \
+	train-detector
 
 install: $(STAMP)
 
@@ -89,5 +95,22 @@ $(BENCH_STAMP): pyproject.toml
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/fill_bench.py
 
+# The anchor: CommonForms' FFDNet-S on the flat copies detect_eval scores, scored by the same
+# matching (benchmarks/README.md). commonforms and torch live in their own environment, never
+# in the package's; not part of `make test` or CI. Hours on the training corpus: detections
+# are cached per form, so an interrupted run resumes. Figures: results/ffdnet_anchor_*.txt.
+$(ANCHOR_STAMP): benchmarks/anchor-requirements.txt
+	test -x $(ANCHOR_VENV)/bin/python || $(PYTHON) -m venv $(ANCHOR_VENV)
+	$(ANCHOR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r benchmarks/anchor-requirements.txt
+	touch $(ANCHOR_STAMP)
+
+bench-anchor: $(STAMP) $(ANCHOR_STAMP)
+	for corpus in $(ANCHOR_CORPORA); do \
+		$(PY) benchmarks/ffdnet_anchor.py --corpus $$corpus --anchor-python $(ANCHOR_VENV)/bin/python \
+			--jobs $(ANCHOR_JOBS) --threads $(ANCHOR_THREADS) || exit 1; \
+	done
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_OUT) $(DEMO_HOME) $(REPEAT_DIR) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(ANCHOR_VENV) $(DEMO_OUT) $(DEMO_HOME) $(REPEAT_DIR) \
+		.pytest_cache .ruff_cache

@@ -519,10 +519,11 @@ def convert_unseen(
     cache_dir: Path | None,
     jobs: int,
     out: list[str],
-) -> None:
+) -> list[dict[str, Any]]:
     """Every form through ``convert()`` with the model of the fold that never saw it, read
     back and scored as ``detect_eval.py`` scores the development corpus: the figures a user
-    of forms like these would get, names and timing included."""
+    of forms like these would get, names and timing included. Returns the per-form summaries
+    (with each form's 0-based ``fold``), for ``--json``."""
     fold = folds(forms)
     tasks = [
         (corpus / "forms" / f.name, fold_models[k], cache_dir)
@@ -533,6 +534,8 @@ def convert_unseen(
             summaries = list(pool.map(_convert_job, tasks, chunksize=1))
     else:
         summaries = [_convert_job(t) for t in tasks]
+    for summary, k in zip(summaries, fold, strict=True):
+        summary["fold"] = k
     total = overall(summaries, ("fields", "fields_fast"))
     f = total["modes"]["fields"]
     rules = total["modes"]["fields_fast"]
@@ -577,6 +580,7 @@ def convert_unseen(
     out.append("Acceptance (cross-validated)")
     for what, value, ok, target in gates:
         out.append(f"  {'PASS' if ok else 'FAIL'}  {what} {value:.3f} {target}")
+    return summaries
 
 
 def pool_ceiling(forms: list[FormData]) -> tuple[int, int]:
@@ -613,6 +617,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cv-only", action="store_true", help="cross-validate, write nothing")
     parser.add_argument("--model", type=Path, default=MODEL_PATH)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="write the per-form cross-validated figures here (ffdnet_anchor.py --compare)",
+    )
     args = parser.parse_args(argv)
     if not (args.corpus / "forms").is_dir():
         print(f"No training corpus at {args.corpus}/forms.", file=sys.stderr)
@@ -630,7 +639,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print("\n".join(out), flush=True)
     thresholds, knots, fold_models = cross_validate(forms, out, args.jobs)
-    convert_unseen(args.corpus, forms, fold_models, args.cache, args.jobs, out)
+    summaries = convert_unseen(args.corpus, forms, fold_models, args.cache, args.jobs, out)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"forms": summaries}, indent=2, ensure_ascii=False) + "\n")
     print("\n".join(out[3:]), flush=True)
     if args.cv_only:
         if args.results != RESULTS:

@@ -31,7 +31,7 @@ def readme_writes() -> set[str]:
 
 def makefile_writes() -> set[str]:
     names = set()
-    for var in ("DEMO_OUT", "DEMO_HOME", "VENV", "BENCH_VENV", "REPEAT_DIR"):
+    for var in ("DEMO_OUT", "DEMO_HOME", "VENV", "BENCH_VENV", "ANCHOR_VENV", "REPEAT_DIR"):
         match = re.search(rf"^{var}\s*[?:]?=\s*(?:\$\(abspath )?([\w.-]+)\)?\s*$", MAKEFILE, re.M)
         assert match, f"{var} is not set in the Makefile"
         names.add(match.group(1))
