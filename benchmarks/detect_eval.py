@@ -887,6 +887,43 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"[:400]
 
 
+def form_truth(
+    name: str, source: bytes, flat: bytes
+) -> tuple[list[WidgetBox], list[bool], dict[str, Any]]:
+    """A form's visible widgets, whether print lies under each (the ignore rule), and the
+    head of its summary: what every detector scored on it shares."""
+    scanned = scan_widgets(source)
+    gt = [widget for widget, reason in scanned if reason is None]
+    ink = inked(flat, gt)
+    summary: dict[str, Any] = {
+        "form": name,
+        "sha256": sha256(source),
+        "pages": page_count(flat),
+        "gt": len(gt),
+        "gt_by_class": dict(sorted(Counter(w.cls for w in gt).items())),
+        "gt_blank_by_class": dict(
+            sorted(Counter(w.cls for w, seen in zip(gt, ink, strict=True) if not seen).items())
+        ),
+        "excluded": dict(sorted(Counter(r for _, r in scanned if r is not None).items())),
+        "pdfplumber_s_per_page": None,
+        "modes": {},
+    }
+    return gt, ink, summary
+
+
+def detection_figures(
+    gt: Sequence[WidgetBox], det: Sequence[WidgetBox], ink: Sequence[bool]
+) -> tuple[list[Match], dict[str, Any]]:
+    """One detector's boxes on one form, matched and scored: the matches and the figures."""
+    matches = match(gt, det)
+    counts = score(gt, det, matches, ignored=[not seen for seen in ink])
+    return matches, {
+        "det_by_class": dict(sorted(Counter(w.cls for w in det).items())),
+        "mean_matched_iou": (sum(m.iou for m in matches) / len(matches) if matches else None),
+        **counts.to_dict(),
+    }
+
+
 def evaluate_form(
     path: Path,
     *,
@@ -900,27 +937,12 @@ def evaluate_form(
     """Flatten, convert in each mode, read the output back and score one corpus form."""
     source = path.read_bytes()
     flat = flat_copy(source, cache_dir)
-    scanned = scan_widgets(source)
-    gt = [widget for widget, reason in scanned if reason is None]
-    excluded = Counter(reason for _, reason in scanned if reason is not None)
-    pages = page_count(flat)
+    gt, ink, summary = form_truth(path.name, source, flat)
+    pages = summary["pages"]
     if isinstance(converter, StandIn):
         converter.register(flat, gt)
     plumber = min(plumber_seconds(flat) for _ in range(max(1, repeat)))
-    ink = inked(flat, gt)
-    summary: dict[str, Any] = {
-        "form": path.name,
-        "sha256": sha256(source),
-        "pages": pages,
-        "gt": len(gt),
-        "gt_by_class": dict(sorted(Counter(w.cls for w in gt).items())),
-        "gt_blank_by_class": dict(
-            sorted(Counter(w.cls for w, seen in zip(gt, ink, strict=True) if not seen).items())
-        ),
-        "excluded": dict(sorted(excluded.items())),
-        "pdfplumber_s_per_page": plumber / pages,
-        "modes": {},
-    }
+    summary["pdfplumber_s_per_page"] = plumber / pages
     evaluation = FormEval(summary, gt if keep or draw_dir else [], flat if keep else b"")
     for mode in modes:
         result: Any = None
@@ -945,8 +967,7 @@ def evaluate_form(
             except Exception as exc:
                 error = "reading the output: " + _error_text(exc)
                 trace = traceback.format_exc()
-        matches = match(gt, det)
-        counts = score(gt, det, matches, ignored=[not seen for seen in ink])
+        matches, figures = detection_figures(gt, det, ink)
         derived, labelled, _misses = label_name_stats(schema)
         dups = duplicate_names(schema)
         summary["modes"][mode] = {
@@ -960,9 +981,7 @@ def evaluate_form(
             "n_duplicate_names": len(dups),
             "labelled": labelled,
             "label_named": derived,
-            "det_by_class": dict(sorted(Counter(w.cls for w in det).items())),
-            "mean_matched_iou": (sum(m.iou for m in matches) / len(matches) if matches else None),
-            **counts.to_dict(),
+            **figures,
         }
         if keep:
             evaluation.details[mode] = ModeDetail(det, matches, schema)

@@ -44,12 +44,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, TextIO
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -64,13 +62,11 @@ from benchmarks.detect_eval import (  # noqa: E402
     WidgetBox,
     _fmt,
     _short,
+    detection_figures,
     flat_copy,
-    inked,
-    match,
+    form_truth,
     overall,
     page_count,
-    scan_widgets,
-    score,
     select_forms,
     sha256,
 )
@@ -121,12 +117,12 @@ def fold_of(root: Path) -> dict[str, int]:
     The assignment depends on every group of the corpus, so it is made over all its forms
     before ``--forms`` or ``--limit`` pick some: a form keeps the fold of the full run.
     """
-    from benchmarks.train_detector import _groups, folds
+    from benchmarks.train_detector import _groups, group_folds
 
     groups = _groups(root)
     paths = sorted((root / "forms").glob("*.pdf"))
-    forms = [SimpleNamespace(group=groups.get(p.name, p.stem)) for p in paths]
-    return {p.name: k for p, k in zip(paths, folds(forms), strict=True)}  # type: ignore[arg-type]
+    found = group_folds([groups.get(p.name, p.stem) for p in paths])
+    return {p.name: k for p, k in zip(paths, found, strict=True)}
 
 
 # --------------------------------------------------------------------------- detection
@@ -256,49 +252,29 @@ def evaluate(
     """One form's summary in ``detect_eval.evaluate_form``'s shape, the anchor as its mode."""
     source = path.read_bytes()
     flat = flat_copy(source, cache_dir)
-    scanned = scan_widgets(source)
-    gt = [widget for widget, reason in scanned if reason is None]
-    ink = inked(flat, gt)
-    pages = page_count(flat)
+    gt, ink, summary = form_truth(path.name, source, flat)
+    pages = summary["pages"]
     det = detections(record) if record is not None else []
-    matches = match(gt, det)
-    counts = score(gt, det, matches, ignored=[not seen for seen in ink])
+    _, figures = detection_figures(gt, det, ink)
     seconds = record["seconds"] if record is not None else None
-    return {
-        "form": path.name,
-        "sha256": sha256(source),
-        "flat_sha256": sha256(flat),
-        "pages": pages,
-        "gt": len(gt),
-        "gt_by_class": dict(sorted(Counter(w.cls for w in gt).items())),
-        "gt_blank_by_class": dict(
-            sorted(Counter(w.cls for w, seen in zip(gt, ink, strict=True) if not seen).items())
-        ),
-        "excluded": dict(sorted(Counter(r for _, r in scanned if r is not None).items())),
-        "pdfplumber_s_per_page": None,
-        "modes": {
-            MODE: {
-                "error": error,
-                "traceback": None,
-                "seconds": seconds,
-                "s_per_page": seconds / pages if seconds is not None and pages else None,
-                "threads": record["settings"]["threads"] if record is not None else None,
-                "workers": record["settings"].get("workers") if record is not None else None,
-                "versions": record["versions"] if record is not None else None,
-                # detect_eval's naming figures: FFDNet names nothing
-                "schema_entries": 0,
-                "duplicate_names": {},
-                "n_duplicate_names": 0,
-                "labelled": 0,
-                "label_named": 0,
-                "det_by_class": dict(sorted(Counter(w.cls for w in det).items())),
-                "mean_matched_iou": (
-                    sum(m.iou for m in matches) / len(matches) if matches else None
-                ),
-                **counts.to_dict(),
-            }
-        },
+    summary["flat_sha256"] = sha256(flat)
+    summary["modes"][MODE] = {
+        "error": error,
+        "traceback": None,
+        "seconds": seconds,
+        "s_per_page": seconds / pages if seconds is not None and pages else None,
+        "threads": record["settings"]["threads"] if record is not None else None,
+        "workers": record["settings"].get("workers") if record is not None else None,
+        "versions": record["versions"] if record is not None else None,
+        # detect_eval's naming figures: FFDNet names nothing
+        "schema_entries": 0,
+        "duplicate_names": {},
+        "n_duplicate_names": 0,
+        "labelled": 0,
+        "label_named": 0,
+        **figures,
     }
+    return summary
 
 
 def _evaluate_job(task: tuple[Path, Path, Path, str, int, str | None]) -> dict[str, Any]:

@@ -228,9 +228,14 @@ def _groups(corpus: Path) -> dict[str, str]:
 
 def folds(forms: list[FormData], k: int = FOLDS) -> list[int]:
     """Each form's fold: groups spread by a hash of their name, so the split is stable."""
-    groups = sorted({f.group for f in forms}, key=lambda g: hashlib.sha256(g.encode()).hexdigest())
-    fold_of = {g: i % k for i, g in enumerate(groups)}
-    return [fold_of[f.group] for f in forms]
+    return group_folds([f.group for f in forms], k)
+
+
+def group_folds(groups: list[str], k: int = FOLDS) -> list[int]:
+    """The fold of each of these form groups (one per form), as ``folds`` gives it."""
+    ordered = sorted(set(groups), key=lambda g: hashlib.sha256(g.encode()).hexdigest())
+    fold_of = {g: i % k for i, g in enumerate(ordered)}
+    return [fold_of[g] for g in groups]
 
 
 def training_matrix(forms: list[FormData]) -> tuple[np.ndarray, np.ndarray]:
