@@ -620,7 +620,8 @@ def _convert_command(commands: Subcommands) -> None:
         metavar="SCHEMA.json",
         help="build the form from this schema instead of detecting it: the 'schema' list of "
         "a --json result (or that whole result), edited; entries need name, type, page and "
-        "rect (PDF points); radio groups place each option with 'widgets'",
+        "rect (PDF points, inside the page); radio groups place each option with 'widgets'; "
+        "an unknown key is an error",
     )
     p.set_defaults(run=_cmd_convert)
 

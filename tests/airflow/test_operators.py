@@ -9,6 +9,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -179,6 +180,44 @@ def test_convert_operator_fails_at_once_on_a_bad_schema(tmp_path: Path) -> None:
     with pytest.raises(AirflowFailException, match=r"schema\[2\] \('city'\)"):
         operator.execute(context={})  # type: ignore[arg-type]
     assert not (tmp_path / "o" / "form.fillable.pdf").exists()
+
+
+def _one_option_radio(schema: list[dict]) -> None:
+    schema[4]["widgets"].pop()
+
+
+def _partly_off_the_page(schema: list[dict]) -> None:
+    schema[1]["rect"] = [500, 615, 640, 635]
+
+
+STRICT_SCHEMA = [
+    ("unknown key", lambda s: s[2].update(multi_line=True),
+     (r"schema\[2\] \('city'\)", "did you mean 'multiline'")),
+    ("empty", lambda s: s.clear(), ("no entries",)),
+    ("one-option radio", _one_option_radio, (r"schema\[4\] \('plan'\)", "one option")),
+    ("duplicate name", lambda s: s[1].update(name="full_name"), ("same name",)),
+    ("partly off the page", _partly_off_the_page,
+     (r"schema\[1\] \('email'\)", "runs past the edge", "Fix the schema")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change, needles", [r[1:] for r in STRICT_SCHEMA], ids=[r[0] for r in STRICT_SCHEMA]
+)
+def test_convert_operator_refuses_what_the_schema_rules_refuse(
+    tmp_path: Path, change: Any, needles: tuple[str, ...]
+) -> None:
+    source = tmp_path / "form.pdf"
+    source.write_bytes(flat_form(2))
+    schema = flat_form_schema()
+    change(schema)
+    operator = ConvertOperator(task_id="c", pdfs=str(source), output_dir=str(tmp_path / "o"),
+                               schema=schema)  # fmt: skip
+    with pytest.raises(AirflowFailException) as caught:
+        operator.execute(context={})  # type: ignore[arg-type]
+    for needle in needles:
+        assert re.search(needle, str(caught.value)), (needle, str(caught.value))
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
 def test_bad_options_are_refused_when_the_dag_is_parsed() -> None:

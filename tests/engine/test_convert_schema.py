@@ -9,6 +9,7 @@ skipped and the form is written as the schema says. Each edit is checked on the 
 from __future__ import annotations
 
 import copy
+import io
 import json
 from collections.abc import Callable
 from functools import partial
@@ -17,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pypdf import PdfReader
 
 from fillpdf_provider.engine import Field, SchemaError, Template
 from fillpdf_provider.engine.convert import convert
@@ -35,6 +37,7 @@ FF_MULTILINE = 1 << 12
 
 #: A hand-made schema for ``flat_form(2)``: minimal entries, every kind, two radio groups.
 BASE = flat_form_schema()
+SIGNED_ON = {"name": "signed_on", "type": "date", "page": 1, "rect": [150, 615, 450, 635]}
 
 run = partial(cli_support.run, timeout=120)
 assert_clean_error = partial(
@@ -201,28 +204,33 @@ def test_retype_fields(flat: bytes) -> None:
 
 
 def test_regroup_radio_options(flat: bytes) -> None:
-    """'gold' moves from plan to size, and plan is renamed tier."""
+    """'gold' moves from plan to size, plan is renamed tier and gains a 'silver' button."""
+    silver = [420, 539, 432, 551]
 
     def change(schema: list[dict[str, Any]]) -> None:
         plan, size = entry(schema, "plan"), entry(schema, "size")
         gold = plan["widgets"].pop()
         size["widgets"].append({**gold, "page": 0})
+        plan["widgets"].append({"export": "silver", "rect": silver})
         plan["name"] = "tier"
 
     pdf = rebuilt(flat, edit(change))
     found = widgets(pdf)
     assert "plan" not in found
-    assert [w.on_states for w in found["tier"]] == [("basic",)]
+    tier = sorted(found["tier"], key=lambda w: w.kid_index or 0)
+    assert [w.on_states for w in tier] == [("basic",), ("silver",)]
     kids = sorted(found["size"], key=lambda w: w.kid_index or 0)  # the group's own order
     assert [(w.page, w.on_states) for w in kids] == [(1, ("s",)), (1, ("m",)), (0, ("gold",))]
     assert all(w.is_radio for w in found["size"] + found["tier"])
     assert_rect(kids[2], [360, 539, 372, 551])
+    assert_rect(tier[1], silver)
     fields = {f.name: f for f in Template(pdf).fields}
     assert fields["size"].options == ("gold", "s", "m")  # in page order, as the form reads
-    assert fields["tier"].options == ("basic",)
+    assert fields["tier"].options == ("basic", "silver")
     with viewcheck.Raster(shown(pdf, {"size": "gold", "tier": "basic"})) as raster:
         assert raster.ink(0, (360, 539, 372, 551)) > 20
         assert raster.ink(0, (300, 539, 312, 551)) > 20
+        assert raster.ink(0, tuple(silver)) == 0
         assert raster.ink(1, (300, 539, 312, 551)) == 0
 
 
@@ -273,13 +281,23 @@ def test_round_trip_keeps_names_types_rects_flags_and_options() -> None:
         assert a.rect == pytest.approx(b.rect, abs=0.01)
 
 
+def test_a_date_format_is_written_into_the_date_field(flat: bytes) -> None:
+    pdf = rebuilt(flat, [*BASE, {**SIGNED_ON, "date_format": "dd.mm.yyyy"}])
+    form = Template(pdf)
+    assert form.date_format("signed_on") == "dd.mm.yyyy"
+    filled = PdfReader(io.BytesIO(form.fill({"signed_on": "2025-03-05"}))).get_fields() or {}
+    assert filled["signed_on"].get("/V") == "05.03.2025"  # ISO in, the form's format out
+    assert Template(rebuilt(flat, [*BASE, SIGNED_ON])).date_format("signed_on") == "mm/dd/yyyy"
+
+
 def test_same_schema_gives_the_same_bytes(flat: bytes) -> None:
     assert rebuilt(flat, BASE) == rebuilt(flat, copy.deepcopy(BASE))
 
 
-def test_an_empty_schema_makes_no_fields(flat: bytes) -> None:
-    result = convert(flat, schema=[])
-    assert result.schema == [] and result.pdf.startswith(flat[:8])
+@pytest.mark.parametrize("empty", [[], {"schema": []}, "[]", '{"fields": []}'])
+def test_an_empty_schema_is_refused(flat: bytes, empty: Any) -> None:
+    with pytest.raises(SchemaError, match="no entries"):
+        convert(flat, schema=empty)
 
 
 def test_schema_digest_ignores_order_confidence_and_extra_decimals() -> None:
@@ -340,6 +358,25 @@ BAD: list[tuple[str, Callable[[list[dict[str, Any]]], None], tuple[str, ...]]] =
     ("flag not boolean", _set("email", required="yes"), ("schema[1] ('email')", "true or false")),
     ("dotted name", _set("email", name="contact.email"), ("schema[1]", "'.'")),
     ("entry not an object", lambda s: s.__setitem__(2, "city"), ("schema[2]", "an object")),
+    ("misspelt key", _set("city", multi_line=True),
+     ("schema[2] ('city')", "unknown key \"multi_line\"", "did you mean 'multiline'?")),
+    ("unknown key", _set("email", colour="red"),
+     ("schema[1] ('email')", "unknown key \"colour\"", "an entry takes name, type")),
+    ("misspelt widget key", lambda s: entry(s, "plan")["widgets"][0].update(exprot="x"),
+     ("schema[4] ('plan')", "widgets[0]", "did you mean 'export'?")),
+    ("partly off the page", _set("email", rect=[500, 615, 640, 635]),
+     ("schema[1] ('email')", "runs past the edge of page 0", "612")),
+    ("below the page", _set("email", rect=[150, -5, 450, 15]),
+     ("schema[1] ('email')", "runs past the edge")),
+    ("radio of one option", lambda s: entry(s, "plan")["widgets"].pop(),
+     ("schema[4] ('plan')", "one option", "checkbox")),
+    ("radio entries of one option", lambda s: s.append(
+        {"name": "agree", "type": "radio", "page": 0, "rect": [20, 20, 30, 30], "options": ["y"]}),
+     ("schema[7] ('agree')", "one option")),
+    ("not a date format", lambda s: s.append({**SIGNED_ON, "date_format": "soon"}),
+     ("schema[7] ('signed_on')", "not a date format", "mm/dd/yyyy")),
+    ("date format on text", _set("email", date_format="mm/dd/yyyy"),
+     ("schema[1] ('email')", "date_format is for date fields")),
 ]  # fmt: skip
 
 
@@ -418,6 +455,21 @@ def test_cli_builds_from_a_schema_file(flat_file: Path, tmp_path: Path) -> None:
     assert (tmp_path / "plain.pdf").read_bytes() == out.read_bytes()
 
 
+#: The strict rules, each as the JSON a person might save: through the CLI and the service.
+STRICT = [
+    (json.dumps(edit(_set("city", multi_line=True))),
+     ("schema[2] ('city')", 'unknown key "multi_line"', "did you mean 'multiline'?")),
+    (json.dumps(edit(_set("email", rect=[500, 615, 640, 635]))),
+     ("schema[1] ('email')", "runs past the edge of page 0")),
+    ("[]", ("no entries",)),
+    (json.dumps(edit(lambda s: entry(s, "plan")["widgets"].pop())),
+     ("schema[4] ('plan')", "one option")),
+    (json.dumps(edit(_set("email", name="full_name"))),
+     ("schema[1] ('full_name')", "same name")),
+]  # fmt: skip
+STRICT_IDS = ["unknown key", "partly off page", "no entries", "one-option radio", "same name"]
+
+
 @pytest.mark.parametrize(
     "content, needles",
     [
@@ -425,8 +477,9 @@ def test_cli_builds_from_a_schema_file(flat_file: Path, tmp_path: Path) -> None:
         ("{not json", ("not valid JSON",)),
         (json.dumps(edit(_set("email", type="phone"))), ("schema[1] ('email')", "phone")),
         (json.dumps(edit(_set("email", page=5))), ("schema[1] ('email')", "it has 2 pages")),
+        *STRICT,
     ],
-    ids=["missing", "invalid json", "unknown type", "page out of range"],
+    ids=["missing", "invalid json", "unknown type", "page out of range", *STRICT_IDS],
 )
 def test_cli_bad_schema_is_one_clean_line_and_no_output(
     flat_file: Path, tmp_path: Path, content: str | None, needles: tuple[str, ...]
@@ -479,14 +532,16 @@ BAD_REQUESTS = [
     (json.dumps([{"name": "a", "type": "text", "page": 0, "rect": [0, 0, 1, 1]}] * 2),
      ("schema[1] ('a')", "same name")),
     ("x" * (2 * 1024 * 1024 + 1), ("over 2,097,152 bytes",)),
+    *STRICT,
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     "schema, needles",
     BAD_REQUESTS,
-    ids=["invalid json", "empty", "unknown type", "page", "off page", "duplicate", "too big"],
-)
+    ids=["invalid json", "empty", "unknown type", "page", "off page", "duplicate", "too big",
+         *STRICT_IDS],
+)  # fmt: skip
 def test_service_bad_schema_is_400_and_bills_nothing(
     server: Server, flat: bytes, schema: str, needles: tuple[str, ...]
 ) -> None:

@@ -392,7 +392,8 @@ def _field_entries(detected: Detected) -> bytes:
         options = getattr(detected, "options", None) or ()
         opt = b" ".join(text_string(str(o)) for o in options)
         return b"/FT/Ch" + head + b"/Ff %d/Opt[%s]" % (FF_COMBO | marks, opt)
-    dates = _date_actions(date_format_for(detected.max_length)) if kind == "date" else b""
+    af_format = detected.date_format or date_format_for(detected.max_length)
+    dates = _date_actions(af_format) if kind == "date" else b""
     return b"/FT/Tx" + head + _text_flags(detected) + dates
 
 

@@ -18,7 +18,12 @@ from fillpdf_provider.engine.detect.model import Detected
 from fillpdf_provider.engine.detect.scorer import Model
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.filler import Template
-from fillpdf_provider.engine.rebuild import SchemaInput, check_placement, parse_schema
+from fillpdf_provider.engine.rebuild import (
+    SchemaInput,
+    check_placement,
+    fit_to_pages,
+    parse_schema,
+)
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, open_pdf, read_bytes, reading_pdf
 
@@ -115,6 +120,7 @@ def convert(
             detected = detect_fields(
                 base, detect, model=model, min_confidence=min_confidence, drawn=drawn
             )
+            detected = fit_to_pages(detected, opened.reader)
     # Names the detector chose give way to the form's own; a schema's names are the user's.
     output = write_acroform(base, detected, rename_taken=wanted is None) if detected else base
     entries = _schema(output, detected)

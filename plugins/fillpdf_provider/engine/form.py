@@ -160,12 +160,14 @@ def _rect(widget: DictionaryObject) -> tuple[float, float, float, float]:
 
 
 def page_box(page: PageObject) -> tuple[float, float, float, float]:
-    """The visible area of a page: its crop box, else its media box."""
+    """The visible area of a page: its crop box, else its media box (corners in order: some
+    PDFs give them from the top right)."""
     try:
         box = page.cropbox
-        return (float(box.left), float(box.bottom), float(box.right), float(box.top))
+        x0, y0, x1, y1 = (float(box.left), float(box.bottom), float(box.right), float(box.top))
     except (KeyError, TypeError, ValueError, AttributeError):
         return (-1e9, -1e9, 1e9, 1e9)
+    return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
 
 
 def _overlaps(rect: tuple[float, ...], box: tuple[float, ...]) -> bool:

@@ -8,15 +8,18 @@ error names the entry (its place in the list and its name) and what to change.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, NoReturn
 
 from pypdf import PdfReader
 
+from fillpdf_provider.engine.dates import readable
 from fillpdf_provider.engine.detect.model import Detected, Rect
 from fillpdf_provider.engine.errors import SchemaError
 from fillpdf_provider.engine.form import page_box, read_fields
@@ -30,6 +33,15 @@ MAX_OPTION = 100
 MAX_TEXT = 1000
 _TYPES = ", ".join(FIELD_TYPES)
 _FLAGS = ("required", "read_only", "multiline", "comb")
+#: The keys an entry may have: what ``convert`` and ``inspect --json`` write. ``confidence``
+#: is the detector's and is not used (built fields report 1).
+ENTRY_KEYS = (
+    "name", "type", "page", "rect", "label", "confidence", "required", "multiline",
+    "max_length", "options", "read_only", "comb", "widgets", "date_format",
+)  # fmt: skip
+WIDGET_KEYS = ("export", "page", "rect")
+#: How far (PDF points) a rect may run past its page's box: what rounding to 3 decimals moves.
+EDGE_SLACK = 0.01
 
 Fail = Callable[[str], NoReturn]
 SchemaInput = str | bytes | Mapping[str, Any] | Sequence[Field | Mapping[str, Any]]
@@ -58,7 +70,13 @@ def parse_schema(schema: SchemaInput) -> list[SchemaField]:
     fields: list[SchemaField] = []
     owners: dict[str, tuple[int, str]] = {}
     exports: dict[str, set[str]] = {}
-    for index, data in enumerate(entries_of(schema)):
+    entries = entries_of(schema)
+    if not entries:
+        raise SchemaError(
+            "The schema has no entries, so it would build a form with no fields; give at "
+            "least one entry ({'name', 'type', 'page', 'rect'})."
+        )
+    for index, data in enumerate(entries):
         made = _entry(index, data)
         name, kind = made[0].name, made[0].type
         if name in owners and not (kind == "radio" and owners[name][1] == "radio"):
@@ -83,6 +101,15 @@ def parse_schema(schema: SchemaInput) -> list[SchemaField]:
         fields.extend(made)
         if len(fields) > MAX_WIDGETS:
             raise SchemaError(f"The schema makes more than {MAX_WIDGETS} widgets; split the form.")
+    for name, options in exports.items():
+        if len(options) < 2:
+            raise SchemaError(
+                f"radio group {name!r} has one option ({_dump(sorted(options))}); a radio "
+                "group lets a person pick one of several. Add its other options, or make it "
+                "a checkbox.",
+                index=owners[name][0],
+                name=name,
+            )
     return fields
 
 
@@ -161,9 +188,8 @@ def _entry_list(schema: object) -> Sequence[object]:
 
 
 def check_placement(fields: Sequence[SchemaField], reader: PdfReader) -> None:
-    """Every widget on a page of the PDF, at least partly on it (a viewer shows nothing of a
-    widget off the page; detection may let a box run past the edge), with a name the PDF
-    doesn't use yet."""
+    """Every widget on a page of the PDF and inside that page's visible box (a viewer shows
+    nothing past the edge), with a name the PDF doesn't use yet."""
     pages = len(reader.pages)
     boxes: dict[int, Rect] = {}
     taken = {f.name for f in read_fields(reader)} if fields else set()
@@ -182,13 +208,35 @@ def check_placement(fields: Sequence[SchemaField], reader: PdfReader) -> None:
 
 
 def _check_on_page(field: SchemaField, box: Rect, fail: Fail) -> None:
-    """Refuse a widget wholly outside its page's visible ``box``."""
+    """Refuse a widget that runs past its page's visible ``box``."""
     x0, y0, x1, y1 = field.rect
     if not (x0 < box[2] and x1 > box[0] and y0 < box[3] and y1 > box[1]):
         fail(
             f"rect {_show(field.rect)} is outside page {field.page}, whose box is "
             f"{_show(box)}; move it onto the page."
         )
+    slack = EDGE_SLACK
+    if x0 < box[0] - slack or y0 < box[1] - slack or x1 > box[2] + slack or y1 > box[3] + slack:
+        fail(
+            f"rect {_show(field.rect)} runs past the edge of page {field.page}, whose box is "
+            f"{_show(box)}; move or shrink it to lie inside."
+        )
+
+
+def fit_to_pages(detected: Sequence[Detected], reader: PdfReader) -> list[Detected]:
+    """Detected fields cut to their page's visible box, so the schema a conversion returns
+    builds again (``check_placement``): a drawn box may run past the edge of the page."""
+    boxes: dict[int, Rect] = {}
+    fitted = []
+    for field in detected:
+        if field.page not in boxes:
+            boxes[field.page] = page_box(reader.pages[field.page])
+        b = boxes[field.page]
+        x0, y0, x1, y1 = field.rect
+        rect = (max(x0, b[0]), max(y0, b[1]), min(x1, b[2]), min(y1, b[3]))
+        if rect[0] < rect[2] and rect[1] < rect[3]:
+            fitted.append(field if rect == field.rect else replace(field, rect=rect))
+    return fitted
 
 
 # -- one entry ----------------------------------------------------------------------------
@@ -197,6 +245,7 @@ def _check_on_page(field: SchemaField, box: Rect, fail: Fail) -> None:
 def _entry(index: int, data: dict[str, Any]) -> list[SchemaField]:
     name = data.get("name")
     fail = _failer(index, name if isinstance(name, str) else None)
+    _check_keys(data, ENTRY_KEYS, "an entry", fail)
     name = _entry_name(name, fail)
     kind = _entry_type(data.get("type"), fail)
     page = _page(data.get("page"), fail)
@@ -207,15 +256,42 @@ def _entry(index: int, data: dict[str, Any]) -> list[SchemaField]:
     max_length = _max_length(data.get("max_length"), fail)
     _check_flags(flags, kind, max_length, fail)
     options = _options(data.get("options"), kind, fail)
+    date_format = _date_format(data.get("date_format"), kind, fail)
     common: dict[str, Any] = dict(
         name=name, type=kind, label=label, confidence=1.0, multiline=flags["multiline"],
         max_length=max_length, comb=flags["comb"], options=options,
-        required=flags["required"], read_only=flags["read_only"], entry=index,
+        required=flags["required"], read_only=flags["read_only"], date_format=date_format,
+        entry=index,
     )  # fmt: skip
     if kind != "radio":
         rect = _rect(data.get("rect"), fail)
         return [SchemaField(page=page, rect=rect, **common)]
     return _radio(data.get("widgets"), data.get("rect"), page, options, common, fail)
+
+
+def _check_keys(data: Mapping[str, Any], known: Sequence[str], what: str, fail: Fail) -> None:
+    """Refuse a key nothing reads (a misspelt flag would be lost without a word)."""
+    for key in data:
+        if key in known:
+            continue
+        near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        fail(f"unknown key {_dump(key)}: {hint}{what} takes {', '.join(known)}.")
+
+
+def _date_format(value: Any, kind: str, fail: Fail) -> str | None:
+    """A date field's format, Acrobat style (``mm/dd/yyyy``): what its values are written in."""
+    if value is None:
+        return None
+    if kind != "date":
+        fail(f"date_format is for date fields, not {kind}; set it to null.")
+    text = _string(value, "date_format", fail, limit=40)
+    if not readable(text) or not re.search(r"y", text) or not re.search(r"d", text):
+        fail(
+            f"date_format {_dump(value)} is not a date format: use Acrobat's letters, "
+            "e.g. mm/dd/yyyy, dd.mm.yyyy or yyyy-mm-dd."
+        )
+    return text
 
 
 def _entry_name(name: Any, fail: Fail) -> str:
@@ -304,6 +380,7 @@ def _button(number: int, widget: Any, page: int, common: dict[str, Any]) -> Sche
     at = _failer(common["entry"], common["name"], part)
     if not isinstance(widget, Mapping):
         at("must be an object with export and rect (page defaults to the entry's).")
+    _check_keys(widget, WIDGET_KEYS, "a widget", at)
     export = _string(widget.get("export"), "export", at, limit=MAX_OPTION)
     if export == "Off":
         at("export 'Off' is what PDF calls no choice; name the option otherwise.")

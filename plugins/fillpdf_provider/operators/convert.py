@@ -170,6 +170,11 @@ class ConvertOperator(BaseOperator):
             self._act(self._late_refusal(exc, list(todo.values()), options), context, options)
             raise  # not reached: _act defers, skips or fails
         except NOT_RETRYABLE as exc:  # the file, the key or the plan: a retry won't help
+            if getattr(exc, "param", None) == "schema":  # it doesn't fit this file's pages
+                raise InputError(
+                    f"{str(source)!r}: the schema doesn't fit this PDF: {exc} Fix the schema; "
+                    "the files before it are written and are not converted again."
+                ) from None
             raise InputError(
                 f"{str(source)!r}: {exc} Fix or remove it from pdfs; the files before it "
                 "are written and are not converted again when the task runs again."

@@ -270,6 +270,33 @@ def test_circles_in_a_row_are_one_radio_group(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_circle_alone_is_a_checkbox_and_its_schema_builds_again(mode: str) -> None:
+    """A radio group of one option could be set and never cleared: a lone circle is a box."""
+    page = FlatPage()
+    (circle,) = radios(page, "I agree to the terms", ["Yes"], 700)
+    pdf = one_page(page)
+    result = convert(pdf, detect=mode)
+    buttons = [f for f in result.schema if f.type in ("checkbox", "radio")]
+    assert [f.type for f in buttons] == ["checkbox"], listing(result.schema)
+    assert_lands(buttons[0], circle)
+    assert convert(pdf, schema=result.schema).pdf == result.pdf
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_box_past_the_page_edge_is_cut_to_the_page(mode: str) -> None:
+    """A box drawn past the edge gives a field inside the page: its schema builds again."""
+    page = FlatPage()
+    page.text(400, 705, "Reference")
+    page.box((460, 700, 640, 718))  # the page is 612 pt wide
+    pdf = one_page(page)
+    result = convert(pdf, detect=mode)
+    (field,) = [f for f in result.schema if f.name == "reference"] or [None]
+    assert field is not None, listing(result.schema)
+    assert field.rect[2] <= 612 and field.rect[0] == pytest.approx(460, abs=EDGE)
+    assert convert(pdf, schema=result.schema).pdf == result.pdf
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_box_after_date_of_birth_is_a_date_field(mode: str) -> None:
     page, box = boxed_label("Date of birth", right=300)
     fields = detect(one_page(page), mode)

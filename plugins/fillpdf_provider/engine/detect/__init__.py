@@ -333,12 +333,28 @@ def _confidence(cand: Candidate, label: str | None) -> float:
 def _radio_groups(
     index: int, radios: list[tuple[Candidate, float]], labels: LabelIndex, to_pdf: ToPdf
 ) -> list[Detected]:
-    """Circles that line up in a row (or a column) are one question's options."""
+    """Circles that line up in a row (or a column) are one question's options; a circle
+    alone is a yes-or-no box (a radio group of one option could never be cleared)."""
     sure = {id(cand): confidence for cand, confidence in radios}
     found: list[Detected] = []
     for number, group in enumerate(_lined_up([c for c, _ in radios])):
         options = [labels.label_for(c) for c in group]
         question = _question(group, options, labels)
+        if len(group) == 1:
+            (cand,) = group
+            label = options[0] or question
+            found.append(
+                Detected(
+                    type="checkbox",
+                    page=index,
+                    rect=to_pdf(cand.box),
+                    name=snake(label),
+                    label=label,
+                    confidence=sure[id(cand)],
+                    cue=cand.cue,
+                )
+            )
+            continue
         exports = unique_names([snake(o) or str(i) for i, o in enumerate(options)])
         for cand, export in zip(group, exports, strict=True):
             found.append(

@@ -24,6 +24,7 @@ class Detected:
     multiline: bool = False
     max_length: int | None = None
     comb: bool = False
+    date_format: str | None = None  # date: Acrobat style (mm/dd/yyyy); None: one that fits
     export: str | None = None  # radio: this button's option
     group: int | None = None  # radio: buttons of one question share it (per page)
     cue: str = ""  # what on the page gave it away: box, cell, underline, comb, square, circle...
