@@ -548,6 +548,7 @@ def _cmd_keys(args: argparse.Namespace) -> int:
 EXAMPLES = """\
 examples:
   fillpdf convert flat.pdf -o form.pdf --json > conversion.json
+  fillpdf review flat.pdf                 # check the fields by eye, save flat.schema.json
   fillpdf inspect form.pdf
   fillpdf fill form.pdf --values values.json -o filled.pdf
   fillpdf batch form.pdf rows.csv --out-dir out/ --name-template "{row}-{last_name}.pdf"
@@ -580,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fillpdf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _convert_command(commands)
+    _review_command(commands)
     _inspect_command(commands)
     _fill_command(commands)
     _batch_command(commands)
@@ -624,6 +626,77 @@ def _convert_command(commands: Subcommands) -> None:
         "an unknown key is an error",
     )
     p.set_defaults(run=_cmd_convert)
+
+
+def _review_command(commands: Subcommands) -> None:
+    p = commands.add_parser(
+        "review",
+        help="check and fix a conversion's fields in the browser, then save its schema",
+        description="Detect the fields of a flat PDF (or load a schema) and open an editor in "
+        "the browser: each page with a box per field, coloured by type, with its name and "
+        "confidence. Move, resize, draw, delete, rename, retype and group boxes; Save writes "
+        "the schema `fillpdf convert --schema` takes, 'Save and build PDF' also writes the "
+        "fillable PDF. The editor listens on 127.0.0.1 only and needs the printed address "
+        "(it carries a token made for this run). Ctrl+C stops it.",
+    )
+    p.add_argument("pdf", help="a flat PDF (printed boxes and lines, no form fields)")
+    p.add_argument(
+        "--schema",
+        metavar="SCHEMA.json",
+        help="start from this schema (a saved review, or a --json result) instead of detecting",
+    )
+    p.add_argument(
+        "--out",
+        metavar="SCHEMA.json",
+        help="where Save writes the schema (default: NAME.schema.json beside the PDF); the "
+        "built PDF goes beside it as NAME.fillable.pdf",
+    )
+    p.add_argument(
+        "--detect",
+        choices=DETECT_MODES,
+        default="fields",
+        help="how to find the fields when no --schema is given (default fields)",
+    )
+    p.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    p.add_argument("--no-browser", action="store_true", help="print the address, open nothing")
+    p.set_defaults(run=_cmd_review)
+
+
+def _cmd_review(args: argparse.Namespace) -> int:
+    import secrets
+    import socket
+    import webbrowser
+
+    import uvicorn
+
+    from fillpdf_provider.engine.convert import convert
+    from fillpdf_provider.review import FileSink, ReviewSession, create_review_app
+    from fillpdf_provider.review.app import token_check
+
+    source = Path(args.pdf)
+    pdf = source.read_bytes()
+    out = Path(args.out) if args.out else source.with_name(f"{source.stem}.schema.json")
+    stem = out.name.removesuffix(".json").removesuffix(".schema")
+    sink = FileSink(out, out.with_name(f"{stem}.fillable.pdf"))
+    if args.schema:
+        schema: Any = _read_schema(args.schema)
+    else:
+        schema = [f.to_dict() for f in convert(pdf, detect=args.detect).schema]
+    session = ReviewSession(pdf, schema, sink, name=source.name)
+    token = secrets.token_urlsafe(24)
+    app = create_review_app(session, token_check(token), token=token)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", args.port))
+    listener.listen(128)  # from here a browser's request waits for the server, not refused
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/?token={token}"
+    print(f"Reviewing {source.name}: {len(session.schema)} fields. Open {url}", flush=True)
+    print(f"Save writes {sink.schema_path} (and {sink.pdf_path}); Ctrl+C stops.", flush=True)
+    if not args.no_browser:
+        webbrowser.open(url)
+    config = uvicorn.Config(app, log_level="warning", server_header=False)
+    uvicorn.Server(config).run(sockets=[listener])
+    return 0
 
 
 def _inspect_command(commands: Subcommands) -> None:

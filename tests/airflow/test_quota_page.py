@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import socket
 import time
@@ -29,19 +28,9 @@ import pytest
 
 from fillpdf_provider.embedded import EmbeddedFillPdf
 from kits.airflowkit import ApiServer, User, prepare_home, run_airflow, start_api_server
+from kits.browserkit import chromium
 from kits.servicekit import Server, flat_form, start_server
 
-CHROMIUM = os.environ.get("FILLPDF_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 OPS = User("ops", "op", "ops-pass-4c1f")
 VIEWER = User("viewer", "viewer", "viewer-pass-9e2b")
 PAGE = "/fillpdf/quota"
@@ -223,29 +212,8 @@ def test_the_json_matches_the_account(stack: Stack) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    required = os.environ.get("FILLPDF_REQUIRE_CHROMIUM") == "1"
-    missing = None
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        missing = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-    else:
-        try:
-            import playwright.sync_api
-        except ImportError:
-            missing = "Playwright for Python is not installed (pip install -e '.[test]')"
-    if missing:
-        if required:
-            pytest.fail(missing)
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 def _field(page: Any, conn_id: str, field: str) -> str:

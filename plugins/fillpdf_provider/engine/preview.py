@@ -64,7 +64,7 @@ def write_preview(
         for index in range(len(doc)):
             image = _page_picture(doc, index, by_page.get(index, []), scale)
             path = Path(out_dir) / f"page-{index + 1:03d}.png"
-            paths.append(write_atomic(path, _png(image)))
+            paths.append(write_atomic(path, png_bytes(image)))
         return paths
     finally:
         doc.close()
@@ -206,7 +206,8 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-def _png(image: Image.Image) -> bytes:
+def png_bytes(image: Image.Image) -> bytes:
+    """``image`` as PNG bytes."""
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()

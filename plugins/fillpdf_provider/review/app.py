@@ -1,0 +1,210 @@
+"""The review editor over HTTP: one page, its script and style, the form's pictures, save.
+
+Everything is served from the package: no external script, font or style, and a strict
+Content-Security-Policy (no inline script, no other origin). Who may read and save is the
+caller's ``authorize``: a per-run token for ``fillpdf review``, Airflow's sign-in in its UI.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import json
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from fillpdf_provider.engine.errors import FillPdfError, SchemaError
+from fillpdf_provider.review.session import ReviewSession
+
+#: Largest save accepted: the service's limit for a schema.
+MAX_SAVE_BYTES = 2 * 1024 * 1024
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",  # the token is in the page's address
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+_STATIC = {"editor.js": "text/javascript", "editor.css": "text/css"}
+TOKEN_HEADER = "X-Review-Token"
+
+Authorize = Callable[[Request], Awaitable[None] | None]
+
+
+def token_check(token: str) -> Authorize:
+    """Let in requests that carry ``token`` (header, or ``token`` in the query for the page
+    and its pictures), compared in constant time."""
+    expected = token.encode()
+
+    def authorize(request: Request) -> None:
+        given = request.headers.get(TOKEN_HEADER) or request.query_params.get("token") or ""
+        if not hmac.compare_digest(given.encode(), expected):
+            raise HTTPException(
+                403, "This review needs the address `fillpdf review` printed, with its token."
+            )
+
+    return authorize
+
+
+def create_review_app(
+    session: Callable[[Request], ReviewSession] | ReviewSession,
+    authorize: Authorize,
+    *,
+    token: str = "",
+) -> FastAPI:
+    """The editor for ``session`` (or the session a request names). ``token`` is written
+    into the page for its script to send back; leave it empty where ``authorize`` uses the
+    sign-in cookie."""
+
+    def session_of(request: Request) -> ReviewSession:
+        return session(request) if callable(session) else session
+
+    async def check(request: Request) -> None:
+        done = authorize(request)
+        if done is not None:
+            await done
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.middleware("http")
+    async def secure(request: Request, call_next: Callable[[Request], Awaitable[Response]]):
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException) -> Response:
+        return JSONResponse({"error": {"message": exc.detail}}, status_code=exc.status_code)
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page(request: Request) -> HTMLResponse:
+        await check(request)
+        return HTMLResponse(_page_html(session_of(request).name, token))
+
+    @app.get("/favicon.ico")
+    async def favicon() -> Response:
+        return Response(status_code=204)  # no icon, and no failed request in the console
+
+    @app.get("/static/{name}")
+    async def static(name: str) -> Response:
+        if name not in _STATIC:
+            raise HTTPException(404, "No such file.")
+        body = resources.files(__package__).joinpath("static", name).read_bytes()
+        return Response(body, media_type=_STATIC[name])
+
+    @app.get("/api/review")
+    async def document(request: Request) -> JSONResponse:
+        await check(request)
+        return JSONResponse(session_of(request).document())
+
+    @app.get("/pages/{index}.png")
+    async def picture(request: Request, index: int) -> Response:
+        await check(request)
+        pages = session_of(request).pages
+        if not 0 <= index < len(pages):
+            raise HTTPException(404, f"No page {index}; the form has {len(pages)}.")
+        return Response(pages[index].png, media_type="image/png")
+
+    @app.post("/api/save")
+    async def save(request: Request) -> JSONResponse:
+        await check(request)
+        body = await _json_body(request)
+        schema, build = body.get("schema"), body.get("build", False)
+        if not isinstance(schema, list) or not isinstance(build, bool):
+            raise HTTPException(400, 'Send {"schema": [entries], "build": true or false}.')
+        try:
+            saved = session_of(request).save(schema, build=build)
+        except SchemaError as exc:
+            error = {"message": exc.message, "index": exc.index, "name": exc.name}
+            return JSONResponse({"error": error}, status_code=400)
+        except FillPdfError as exc:
+            return JSONResponse({"error": {"message": str(exc)}}, status_code=400)
+        return JSONResponse({"saved": saved.schema, "built": saved.pdf, "fields": saved.fields})
+
+    return app
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """The JSON object a save sends; only as JSON (a cross-site form can't send that without
+    asking first) and at most ``MAX_SAVE_BYTES``."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise HTTPException(415, "Send the schema as application/json.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_SAVE_BYTES:
+            raise HTTPException(413, f"A save is at most {MAX_SAVE_BYTES:,} bytes.")
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise HTTPException(400, "The save is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise HTTPException(400, 'Send {"schema": [entries], "build": true or false}.')
+    return data
+
+
+def _page_html(name: str, token: str) -> str:
+    title = html.escape(f"Review {name}")
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="fillpdf-review-token" content="{html.escape(token)}">
+<title>{title} - FillPDF</title>
+<link rel="stylesheet" href="static/editor.css">
+<script src="static/editor.js" defer></script>
+</head>
+<body>
+<header class="bar">
+  <h1>{title}</h1>
+  <div class="tools" role="toolbar" aria-label="Editor tools">
+    <button type="button" data-action="draw" aria-pressed="false">Draw a field</button>
+    <button type="button" data-action="group" disabled>Group as radio</button>
+    <button type="button" data-action="delete" disabled>Delete</button>
+    <button type="button" data-action="undo" disabled>Undo</button>
+    <button type="button" data-action="save">Save</button>
+    <button type="button" data-action="build">Save and build PDF</button>
+  </div>
+  <p class="status" data-status role="status" aria-live="polite">Loading...</p>
+</header>
+<main class="workspace">
+  <div class="pages" data-pages></div>
+  <aside class="inspector" data-inspector aria-label="Selected field">
+    <p class="hint" data-hint>Select a field to edit it: click a box, or draw a new one.
+      Arrow keys move it by 1 pt (Shift: 10 pt), Delete removes it, Ctrl+Z undoes.</p>
+    <form class="props" data-props hidden>
+      <label>Name <input data-prop="name" autocomplete="off" spellcheck="false"></label>
+      <label>Type <select data-prop="type"></select></label>
+      <label>Label <input data-prop="label" autocomplete="off"></label>
+      <label data-for="radio">Option <input data-prop="export" autocomplete="off"></label>
+      <label data-for="choice">Options (comma-separated)
+        <input data-prop="options" autocomplete="off"></label>
+      <label data-for="text date">Most characters
+        <input data-prop="max_length" type="number" min="1" step="1"></label>
+      <label data-for="date">Date format <input data-prop="date_format" placeholder="mm/dd/yyyy"
+        autocomplete="off"></label>
+      <label data-for="text" class="check"><input type="checkbox" data-prop="multiline">
+        Several lines</label>
+      <label class="check"><input type="checkbox" data-prop="required"> Required</label>
+      <label class="check"><input type="checkbox" data-prop="read_only"> Read-only</label>
+      <p class="where" data-where></p>
+    </form>
+    <form class="props" data-group-props hidden>
+      <label>Radio group name <input data-prop="group" autocomplete="off"></label>
+      <p class="hint">The selected boxes become one question's options.</p>
+    </form>
+    <details class="legend"><summary>Colours</summary><ul data-legend></ul></details>
+  </aside>
+</main>
+</body>
+</html>
+"""
