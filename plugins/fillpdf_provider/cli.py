@@ -671,7 +671,6 @@ def _cmd_review(args: argparse.Namespace) -> int:
 
     from fillpdf_provider.engine.convert import convert
     from fillpdf_provider.review import FileSink, ReviewSession, create_review_app
-    from fillpdf_provider.review.app import token_check
 
     source = Path(args.pdf)
     pdf = source.read_bytes()
@@ -684,7 +683,7 @@ def _cmd_review(args: argparse.Namespace) -> int:
         schema = [f.to_dict() for f in convert(pdf, detect=args.detect).schema]
     session = ReviewSession(pdf, schema, sink, name=source.name)
     token = secrets.token_urlsafe(24)
-    app = create_review_app(session, token_check(token), token=token)
+    app = create_review_app(session, token)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))

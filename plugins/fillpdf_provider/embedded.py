@@ -39,6 +39,9 @@ from fillpdf_provider.storage import Store
 
 RETENTION_S = 24 * 3600
 PROBE_NAME = ".fillpdf-store-check"
+#: Where reviews of a store's conversions are saved: outside the retention sweep (a reviewed
+#: schema is the input of the next conversion, and is kept until someone removes it).
+REVIEWED_FOLDER = "reviewed"
 
 
 def default_store() -> Path:
@@ -170,6 +173,50 @@ class EmbeddedFillPdf:
         if cid is None:
             raise NotFound("The conversion has no id to find it by.", param="conversion_id")
         return self.get_conversion(cid).pdf
+
+    def recent_conversions(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The store's conversions, newest first: id, pages, fields and when made."""
+        found = [
+            {
+                "conversion_id": meta["_name"][: -len(".json")],
+                "pages": int(meta.get("pages", 0)),
+                "fields": len(meta.get("schema") or []),
+                "created_at": float(meta.get("created_at", 0)),
+            }
+            for meta in self._metadata()
+        ]
+        found.sort(key=lambda m: (-m["created_at"], m["conversion_id"]))
+        return found[:limit]
+
+    def review_source(self, conversion_id: str) -> tuple[bytes, list[dict[str, Any]]]:
+        """A conversion's flat PDF (the file before the form was added) and its schema."""
+        from fillpdf_provider.engine.incremental import previous_revision
+
+        conversion = self.get_conversion(conversion_id)
+        flat = previous_revision(conversion.pdf)
+        if flat is None:
+            raise NotFound(
+                f"Conversion {conversion_id!r} holds no earlier revision to review: convert "
+                "the flat PDF again.",
+                param="conversion_id",
+            )
+        return flat, [f.to_dict() for f in conversion.schema]
+
+    def reviewed_name(self, conversion_id: str, suffix: str) -> str:
+        """Where a review of ``conversion_id`` saves its schema (``.schema.json``) or the form
+        built from it (``.fillable.pdf``)."""
+        self._names(conversion_id)  # a well-formed id
+        return f"{REVIEWED_FOLDER}/{conversion_id}{suffix}"
+
+    def save_reviewed(self, conversion_id: str, suffix: str, data: bytes) -> str:
+        """Write a review's file whole (``reviewed_name``); returns its URI, the one
+        ``ConvertOperator(schema=...)`` or ``FillOperator(template=...)`` takes."""
+        name = self.reviewed_name(conversion_id, suffix)
+        with self._reaching_store("written"):
+            self.store.write(name, data)
+            self.store.flush()
+        local = self.store.local
+        return str((local / name).resolve()) if local else self.store.uri(name)
 
     def fill(
         self,

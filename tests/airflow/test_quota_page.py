@@ -308,6 +308,81 @@ def test_the_page_in_chromium_shows_the_accounts_numbers(
         context.close()
 
 
+# --------------------------------------------------------------------------- review
+
+
+def _review_url(stack: Stack) -> tuple[str, str]:
+    (conversion,) = EmbeddedFillPdf(stack.local_store).recent_conversions()
+    cid = conversion["conversion_id"]
+    return cid, f"{stack.api.base_url}/fillpdf/review/fillpdf_local/{cid}/"
+
+
+def test_the_review_editor_needs_airflow_permissions(stack: Stack) -> None:
+    cid, url = _review_url(stack)
+    schema = EmbeddedFillPdf(stack.local_store).get_conversion(cid).schema
+    save = {"schema": [f.to_dict() for f in schema], "build": False}
+    assert httpx.get(url + "api/review", timeout=30).status_code == 401
+    assert httpx.post(url + "api/save", json=save, timeout=30).status_code == 401
+    viewer = {"Authorization": f"Bearer {stack.api.token(VIEWER)}"}
+    assert httpx.get(url + "api/review", headers=viewer, timeout=30).status_code == 403
+    assert httpx.post(url + "api/save", json=save, headers=viewer, timeout=30).status_code == 403
+    assert not (stack.local_store / "reviewed").exists()
+    ops = {"Authorization": f"Bearer {stack.api.token(OPS)}"}
+    document = httpx.get(url + "api/review", headers=ops, timeout=60)
+    assert document.status_code == 200, document.text
+    assert [e["name"] for e in document.json()["schema"]] == [f.name for f in schema]
+    missing = httpx.get(url.replace(cid, "conv_0000") + "api/review", headers=ops, timeout=30)
+    assert missing.status_code == 404 and "conv_0000" in missing.text
+    service = httpx.get(
+        url.replace("fillpdf_local", "fillpdf_pro") + "api/review", headers=ops, timeout=30
+    )
+    assert service.status_code == 404 and "fillpdf review" in service.text
+
+
+def test_a_conversion_is_reviewed_in_airflow_and_saved_where_convert_reads_it(
+    browser: Any, stack: Stack
+) -> None:
+    """From the FillPDF page's Review link, a person renames a field and saves: the schema
+    lands in the store's reviewed/ folder, and ConvertOperator(schema=...) builds from it."""
+    from fillpdf_provider.operators import ConvertOperator
+
+    cid, url = _review_url(stack)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)  # a guard against a hang, not a measure
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.goto(stack.api.base_url + PAGE)
+        page.wait_for_url(lambda url: "/auth/login" in url)
+        page.get_by_label("Username").fill(OPS.name)
+        page.get_by_label("Password").fill(OPS.password)
+        page.get_by_role("button", name="Sign in").click()
+        link = page.locator(f'[data-conn="fillpdf_local"] [data-conversion="{cid}"] [data-review]')
+        link.click()
+        page.wait_for_url(url)
+        page.locator('body[data-ready="true"]').wait_for()
+        page.locator('[data-field="email"]').click()
+        page.locator('[data-prop="name"]').fill("contact_email")
+        page.locator('[data-prop="name"]').press("Enter")
+        page.locator('[data-action="build"]').click()
+        page.locator("[data-status]", has_text=re.compile("^Saved")).wait_for()
+        assert problems == []
+    finally:
+        context.close()
+
+    saved = stack.local_store / "reviewed" / f"{cid}.schema.json"
+    names = [e["name"] for e in json.loads(saved.read_text())]
+    assert "contact_email" in names and "email" not in names
+    assert (stack.local_store / "reviewed" / f"{cid}.fillable.pdf").is_file()
+    source = stack.local_store.parent / "review-source.pdf"
+    source.write_bytes(flat_form(2))
+    operator = ConvertOperator(task_id="c", pdfs=str(source), output_dir=str(source.parent / "o"),
+                               schema=str(saved))  # fmt: skip
+    (result,) = operator.execute(context={})  # type: ignore[arg-type]
+    assert [e["name"] for e in result["schema"]] == names
+
+
 # --------------------------------------------------------------------------- rendering, fast
 
 JUNE = ("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z")

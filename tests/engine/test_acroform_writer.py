@@ -330,3 +330,18 @@ def test_a_schema_name_the_form_already_has_says_what_to_do(flat: bytes) -> None
         write_acroform(form, [Detected("text", 0, (40, 300, 100, 316), "old_field")])
     message = str(raised.value)
     assert "another name in the schema" in message and "fillpdf inspect" in message
+
+
+@pytest.mark.parametrize("pages", [1, 3])
+def test_a_conversion_gives_back_the_flat_pdf_it_was_made_from(pages: int) -> None:
+    from fillpdf_provider.engine.convert import convert
+    from fillpdf_provider.engine.incremental import previous_revision
+    from kits.flatkit import flat_form
+
+    flat = flat_form(pages)
+    result = convert(flat)
+    earlier = previous_revision(result.pdf)
+    assert earlier == flat
+    assert convert(earlier).pdf == result.pdf  # the same form again, byte for byte
+    assert previous_revision(flat) is None  # a file with one revision has no earlier one
+    assert previous_revision(b"not a pdf") is None

@@ -40,6 +40,26 @@ def last_startxref(data: bytes) -> int | None:
     return int(matches[-1].group(1)) if matches else None
 
 
+def previous_revision(data: bytes) -> bytes | None:
+    """The file as it was before its last incremental update, or None when it has none.
+
+    A conversion is its flat PDF with the form appended as an update (``append_update``), so
+    this gives back the flat PDF a conversion was made from, to review and build again.
+    """
+    last = last_startxref(data)
+    if last is None or not 0 < last < len(data):
+        return None
+    prev = re.search(rb"/Prev\s+(\d+)", data[last:])
+    end = data.rfind(b"%%EOF", 0, last)
+    if prev is None or end < 0:
+        return None
+    end += len(b"%%EOF")
+    while data[end : end + 1] in (b"\r", b"\n"):  # its line end; the update starts an object
+        end += 1
+    earlier = data[:end]
+    return earlier if last_startxref(earlier) == int(prev.group(1)) else None
+
+
 def xref_kind_at(data: bytes, offset: int) -> str | None:
     """``"table"`` or ``"stream"`` if a cross-reference section starts at ``offset``."""
     if not 0 <= offset < len(data):

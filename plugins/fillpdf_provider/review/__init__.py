@@ -5,7 +5,14 @@ serves the same editor behind its own sign-in. Saving writes the schema ``conver
 takes, and can build the fillable PDF from it in the same step.
 """
 
-from fillpdf_provider.review.app import create_review_app
+from fillpdf_provider.review.app import create_review_app, review_routes
 from fillpdf_provider.review.session import FileSink, PageView, ReviewSession, Saved
 
-__all__ = ["FileSink", "PageView", "ReviewSession", "Saved", "create_review_app"]
+__all__ = [
+    "FileSink",
+    "PageView",
+    "ReviewSession",
+    "Saved",
+    "create_review_app",
+    "review_routes",
+]

@@ -1,21 +1,24 @@
 """The review editor over HTTP: one page, its script and style, the form's pictures, save.
 
 Everything is served from the package: no external script, font or style, and a strict
-Content-Security-Policy (no inline script, no other origin). Who may read and save is the
-caller's ``authorize``: a per-run token for ``fillpdf review``, Airflow's sign-in in its UI.
+Content-Security-Policy (no inline script, no other origin). Who may read and save is up to
+the caller's dependencies: a per-run token for ``fillpdf review``, Airflow's sign-in in its
+UI.
 """
 
 from __future__ import annotations
 
 import hmac
 import html
+import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from fillpdf_provider.engine.errors import FillPdfError, SchemaError
 from fillpdf_provider.review.session import ReviewSession
@@ -36,12 +39,12 @@ SECURITY_HEADERS = {
 _STATIC = {"editor.js": "text/javascript", "editor.css": "text/css"}
 TOKEN_HEADER = "X-Review-Token"
 
-Authorize = Callable[[Request], Awaitable[None] | None]
+SessionOf = Callable[[Request], ReviewSession | Awaitable[ReviewSession]]
 
 
-def token_check(token: str) -> Authorize:
-    """Let in requests that carry ``token`` (header, or ``token`` in the query for the page
-    and its pictures), compared in constant time."""
+def token_check(token: str) -> Callable[[Request], None]:
+    """A dependency letting in requests that carry ``token`` (header, or ``token`` in the
+    query for the page and its pictures), compared in constant time."""
     expected = token.encode()
 
     def authorize(request: Request) -> None:
@@ -54,82 +57,86 @@ def token_check(token: str) -> Authorize:
     return authorize
 
 
-def create_review_app(
-    session: Callable[[Request], ReviewSession] | ReviewSession,
-    authorize: Authorize,
+def review_routes(
+    session_of: SessionOf,
     *,
+    prefix: str = "",
+    dependencies: Sequence[Any] = (),
+    save_dependencies: Sequence[Any] = (),
     token: str = "",
-) -> FastAPI:
-    """The editor for ``session`` (or the session a request names). ``token`` is written
-    into the page for its script to send back; leave it empty where ``authorize`` uses the
-    sign-in cookie."""
+) -> APIRouter:
+    """The editor's routes for the session a request names. ``dependencies`` guard every
+    route but the static files; ``save_dependencies`` guard saving as well. ``token`` is
+    written into the page for its script to send back (empty where a sign-in cookie does)."""
+    router = APIRouter(prefix=prefix)
 
-    def session_of(request: Request) -> ReviewSession:
-        return session(request) if callable(session) else session
+    async def session(request: Request) -> ReviewSession:
+        found = session_of(request)
+        return await found if inspect.isawaitable(found) else found
 
-    async def check(request: Request) -> None:
-        done = authorize(request)
-        if done is not None:
-            await done
+    @router.get("/", response_class=HTMLResponse, dependencies=list(dependencies))
+    async def page(request: Request) -> Response:
+        return _secured(HTMLResponse(_page_html((await session(request)).name, token)))
 
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.middleware("http")
-    async def secure(request: Request, call_next: Callable[[Request], Awaitable[Response]]):
-        response = await call_next(request)
-        response.headers.update(SECURITY_HEADERS)
-        return response
-
-    @app.exception_handler(HTTPException)
-    async def refused(request: Request, exc: HTTPException) -> Response:
-        return JSONResponse({"error": {"message": exc.detail}}, status_code=exc.status_code)
-
-    @app.get("/", response_class=HTMLResponse)
-    async def page(request: Request) -> HTMLResponse:
-        await check(request)
-        return HTMLResponse(_page_html(session_of(request).name, token))
-
-    @app.get("/favicon.ico")
+    @router.get("/favicon.ico")
     async def favicon() -> Response:
         return Response(status_code=204)  # no icon, and no failed request in the console
 
-    @app.get("/static/{name}")
+    @router.get("/static/{name}")
     async def static(name: str) -> Response:
         if name not in _STATIC:
             raise HTTPException(404, "No such file.")
         body = resources.files(__package__).joinpath("static", name).read_bytes()
-        return Response(body, media_type=_STATIC[name])
+        return _secured(Response(body, media_type=_STATIC[name]))
 
-    @app.get("/api/review")
-    async def document(request: Request) -> JSONResponse:
-        await check(request)
-        return JSONResponse(session_of(request).document())
+    @router.get("/api/review", dependencies=list(dependencies))
+    async def document(request: Request) -> Response:
+        return _secured(JSONResponse((await session(request)).document()))
 
-    @app.get("/pages/{index}.png")
+    @router.get("/pages/{index}.png", dependencies=list(dependencies))
     async def picture(request: Request, index: int) -> Response:
-        await check(request)
-        pages = session_of(request).pages
+        pages = (await session(request)).pages
         if not 0 <= index < len(pages):
             raise HTTPException(404, f"No page {index}; the form has {len(pages)}.")
-        return Response(pages[index].png, media_type="image/png")
+        return _secured(Response(pages[index].png, media_type="image/png"))
 
-    @app.post("/api/save")
-    async def save(request: Request) -> JSONResponse:
-        await check(request)
+    @router.post("/api/save", dependencies=[*dependencies, *save_dependencies])
+    async def save(request: Request) -> Response:
         body = await _json_body(request)
         schema, build = body.get("schema"), body.get("build", False)
         if not isinstance(schema, list) or not isinstance(build, bool):
             raise HTTPException(400, 'Send {"schema": [entries], "build": true or false}.')
+        reviewed = await session(request)
         try:
-            saved = session_of(request).save(schema, build=build)
+            saved = await run_in_threadpool(reviewed.save, schema, build=build)
         except SchemaError as exc:
             error = {"message": exc.message, "index": exc.index, "name": exc.name}
-            return JSONResponse({"error": error}, status_code=400)
+            return _secured(JSONResponse({"error": error}, status_code=400))
         except FillPdfError as exc:
-            return JSONResponse({"error": {"message": str(exc)}}, status_code=400)
-        return JSONResponse({"saved": saved.schema, "built": saved.pdf, "fields": saved.fields})
+            return _secured(JSONResponse({"error": {"message": str(exc)}}, status_code=400))
+        answer = {"saved": saved.schema, "built": saved.pdf, "fields": saved.fields}
+        return _secured(JSONResponse(answer))
 
+    return router
+
+
+def create_review_app(session: ReviewSession, token: str) -> FastAPI:
+    """The editor of one session, for ``fillpdf review``: every request needs ``token``."""
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException) -> Response:
+        answer = JSONResponse({"error": {"message": exc.detail}}, status_code=exc.status_code)
+        return _secured(answer)
+
+    guard = [Depends(token_check(token))]
+    app.include_router(review_routes(lambda request: session, dependencies=guard, token=token))
     return app
+
+
+def _secured(response: Response) -> Response:
+    response.headers.update(SECURITY_HEADERS)
+    return response
 
 
 async def _json_body(request: Request) -> dict[str, Any]:

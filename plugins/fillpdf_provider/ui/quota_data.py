@@ -16,7 +16,7 @@ from fillpdf_provider.account import (
     runs_out_at,
 )
 from fillpdf_provider.client import FillPdfApiError, RetryPolicy
-from fillpdf_provider.embedded import default_store
+from fillpdf_provider.embedded import EmbeddedFillPdf, default_store
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, backend_for, connection_settings
 
 RECENT_RUNS = 20
@@ -62,6 +62,8 @@ def account_row(conn_id: str, conn: Any, now: float) -> dict[str, Any]:
         with contextlib.closing(backend_for(settings, timeout=10, retry=retry)) as backend:
             account = backend.get_account()
             billed = backend.has_quota
+            if isinstance(backend, EmbeddedFillPdf):
+                row["conversions"] = backend.recent_conversions()
     except (FillPdfApiError, ValueError) as exc:
         row["error"] = str(exc)
         return row

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fillpdf_provider.ui.quota_data import quota_overview
+from fillpdf_provider.ui.review_page import review_path, review_router
 
 
 def _authorized() -> Any:
@@ -90,6 +91,8 @@ def create_quota_app() -> FastAPI:
         if exc.status_code == 403:
             return HTMLResponse(_forbidden_page(_login_url(request)), status_code=403)
         return await http_exception_handler(request, exc)
+
+    app.include_router(review_router(_authorized()))
 
     @app.get("/quota", dependencies=[_authorized()])
     async def quota(request: Request) -> Any:
@@ -216,8 +219,30 @@ def _embedded_card(row: dict[str, Any]) -> str:
     return (
         f'<section class="card" data-conn="{conn_id}"><h2>{conn_id}</h2>'
         '<p class="muted">Pages converted: those of the conversions in its store made this '
-        f"month (a conversion is kept 24 hours).</p><dl>{_facts(facts)}</dl></section>"
+        f"month (a conversion is kept 24 hours).</p><dl>{_facts(facts)}</dl>"
+        f"{_conversions(str(row['conn_id']), row.get('conversions') or [])}</section>"
     )
+
+
+def _conversions(conn_id: str, conversions: list[dict[str, Any]]) -> str:
+    """The store's latest conversions, each with a link to review its fields."""
+    if not conversions:
+        return ""
+    e = html.escape
+    items = "".join(
+        f'<li data-conversion="{e(c["conversion_id"])}"><code>{e(c["conversion_id"])}</code> '
+        f"{_pages(c['pages'])}, {c['fields']:,} fields, {_day(_iso(c['created_at']), True)} "
+        f'<a href="{e(review_path(conn_id, c["conversion_id"]).lstrip("/"))}" data-review>'
+        "Review</a></li>"
+        for c in conversions
+    )
+    return f'<h3>Conversions</h3><ul class="conversions">{items}</ul>'
+
+
+def _iso(epoch: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _pages(count: int) -> str:

@@ -230,3 +230,16 @@ def test_min_confidence_leaves_out_the_unsure() -> None:
     assert all(f.confidence >= floor for f in sure)
     with pytest.raises(FillPdfError, match="min_confidence"):
         convert(pdf, min_confidence=1.5)
+
+
+def test_learning_curve_shares_add_forms_and_never_swap_them() -> None:
+    from benchmarks.train_detector import group_folds, kept_groups
+
+    groups = [f"repo{i % 37}__form{i}" for i in range(200)]
+    quarter, half, whole = (kept_groups(groups, s) for s in (0.25, 0.5, 1.0))
+    assert (len(quarter), len(half), len(whole)) == (50, 100, 200)
+    assert quarter < half < whole == set(groups)
+    assert kept_groups(list(reversed(groups)), 0.5) == half  # the order given does not matter
+    # every fold keeps some of its groups: the shares are drawn apart from the folds
+    fold = dict(zip(groups, group_folds(groups), strict=True))
+    assert {fold[g] for g in quarter} == set(range(5))

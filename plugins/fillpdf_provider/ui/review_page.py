@@ -1,0 +1,108 @@
+"""The review editor in Airflow's UI, for the conversions in an embedded connection's store.
+
+The FillPDF page links each conversion to ``/fillpdf/review/<conn_id>/<conversion_id>/``:
+the editor ``fillpdf review`` serves, behind Airflow's sign-in instead of a token. Reading
+needs permission to read connections; saving, to edit them. Save writes the reviewed schema
+into the store's ``reviewed/`` folder, where ``ConvertOperator(schema=...)`` reads it, and
+can build the fillable PDF beside it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.routing import APIRouter
+from starlette.concurrency import run_in_threadpool
+
+from fillpdf_provider.client import FillPdfApiError
+from fillpdf_provider.embedded import EmbeddedFillPdf
+from fillpdf_provider.review import ReviewSession, review_routes
+
+#: Sessions kept rendered (a form's pictures take a moment to draw): the latest few.
+KEPT_SESSIONS = 4
+PREFIX = "/review/{conn_id}/{conversion_id}"
+
+
+def review_path(conn_id: str, conversion_id: str) -> str:
+    """The editor's address under the plugin's prefix (a trailing slash: its files are
+    relative to it)."""
+    return f"/review/{conn_id}/{conversion_id}/"
+
+
+@dataclass(frozen=True)
+class StoreSink:
+    """Saves a review into the connection's store, beside its conversions."""
+
+    engine: EmbeddedFillPdf
+    conversion_id: str
+
+    def save_schema(self, data: bytes) -> str:
+        return self.engine.save_reviewed(self.conversion_id, ".schema.json", data)
+
+    def save_pdf(self, data: bytes) -> str:
+        return self.engine.save_reviewed(self.conversion_id, ".fillable.pdf", data)
+
+
+class Sessions:
+    """Review sessions by connection and conversion, the latest ``KEPT_SESSIONS`` kept."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, str], ReviewSession] = OrderedDict()
+        self._lock = threading.Lock()
+
+    async def __call__(self, request: Request) -> ReviewSession:
+        key = (request.path_params["conn_id"], request.path_params["conversion_id"])
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        session = await run_in_threadpool(_open, *key)
+        with self._lock:
+            self._kept[key] = session
+            while len(self._kept) > KEPT_SESSIONS:
+                self._kept.popitem(last=False)
+        return session
+
+
+def _open(conn_id: str, conversion_id: str) -> ReviewSession:
+    engine = embedded_engine(conn_id)
+    try:
+        flat, schema = engine.review_source(conversion_id)
+    except FillPdfApiError as exc:
+        raise HTTPException(404, str(exc)) from None
+    sink = StoreSink(engine, conversion_id)
+    return ReviewSession(flat, schema, sink, name=f"{conversion_id}.pdf ({conn_id})")
+
+
+def embedded_engine(conn_id: str) -> EmbeddedFillPdf:
+    """The embedded engine of connection ``conn_id``, whose store holds the conversions."""
+    from fillpdf_provider.hooks.fillpdf import connection_settings
+    from fillpdf_provider.ui.quota_data import fillpdf_connections
+
+    conn = next((c for c in fillpdf_connections() if c.conn_id == conn_id), None)
+    if conn is None:
+        raise HTTPException(404, f"No fillpdf connection {conn_id!r}.")
+    try:
+        settings = connection_settings(conn, conn_id)
+    except ValueError as exc:
+        raise HTTPException(404, str(exc)) from None
+    if settings["mode"] != "embedded":
+        raise HTTPException(
+            404,
+            f"Connection {conn_id!r} converts on a FillPDF service; review its conversions "
+            "with `fillpdf review` on the flat PDF.",
+        )
+    return EmbeddedFillPdf(settings.get("conversions_uri"))
+
+
+def review_router(read: Any, edit_method: str = "PUT") -> APIRouter:
+    """The editor's routes: ``read`` guards every route, saving also needs permission to
+    edit connections."""
+    from airflow.api_fastapi.core_api.security import requires_access_connection
+
+    edit = Depends(requires_access_connection(edit_method))  # type: ignore[arg-type]
+    return review_routes(Sessions(), prefix=PREFIX, dependencies=[read], save_dependencies=[edit])
