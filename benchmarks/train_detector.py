@@ -72,6 +72,9 @@ from fillpdf_provider.engine.source import open_pdf  # noqa: E402
 DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "train"
 MODEL_PATH = REPO_ROOT / "plugins" / "fillpdf_provider" / "engine" / "data" / "detector.json"
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "detector_cv.txt"
+CURVE_RESULTS = REPO_ROOT / "benchmarks" / "results" / "learning_curve.txt"
+#: Shares of the training forms for the learning curve.
+CURVE_SHARES = (0.25, 0.5, 1.0)
 SEED = 20261124
 FOLDS = 5
 IOU_MIN = 0.5
@@ -238,6 +241,14 @@ def group_folds(groups: list[str], k: int = FOLDS) -> list[int]:
     return [fold_of[g] for g in groups]
 
 
+def kept_groups(groups: list[str], share: float) -> set[str]:
+    """A share of these form groups, the same for every run: groups ranked by a hash of their
+    name (salted apart from ``group_folds``), the first ``share`` of them kept. A smaller share
+    is a subset of a larger one, so a learning curve adds forms and never swaps them."""
+    ordered = sorted(set(groups), key=lambda g: hashlib.sha256(b"share:" + g.encode()).hexdigest())
+    return set(ordered[: max(1, round(share * len(ordered)))])
+
+
 def training_matrix(forms: list[FormData]) -> tuple[np.ndarray, np.ndarray]:
     xs, ys = [], []
     for form in forms:
@@ -402,16 +413,28 @@ def reliability(confidence: np.ndarray, correct: np.ndarray) -> list[tuple[str, 
     return rows
 
 
+@dataclass
+class CrossValidation:
+    thresholds: dict[str, float]
+    knots: list[tuple[float, float]]
+    fold_models: list[dict]  # each fold's model, with the chosen thresholds and knots
+    total: Score  # every out-of-fold form together
+    per_form_f1: float  # mean over forms with visible widgets
+
+
 def cross_validate(
-    forms: list[FormData], out: list[str], jobs: int
-) -> tuple[dict[str, float], list[tuple[float, float]], list[dict]]:
-    """Out-of-fold scores; returns the thresholds, the calibration knots and each fold's
-    model (with those thresholds and knots)."""
+    forms: list[FormData], out: list[str], jobs: int, share: float = 1.0
+) -> CrossValidation:
+    """Out-of-fold scores, the thresholds they favour and the calibration they give. With
+    ``share`` below 1 each fold trains on that share of its training groups (``kept_groups``)
+    and is tested on its whole test fold."""
     fold = folds(forms)
-    matrices = [
-        training_matrix([f for f, i in zip(forms, fold, strict=True) if i != k])
+    kept = kept_groups([f.group for f in forms], share)
+    training = [
+        [f for f, i in zip(forms, fold, strict=True) if i != k and f.group in kept]
         for k in range(FOLDS)
     ]
+    matrices = [training_matrix(t) for t in training]
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:
             fitted = list(pool.map(_fit_job, matrices))
@@ -419,7 +442,7 @@ def cross_validate(
         fitted = [_fit_job(m) for m in matrices]
     oof_models = [model_from_dict(d) for d in fitted]
     for k in range(FOLDS):
-        out.append(f"fold {k + 1}: trained on {sum(i != k for i in fold)} forms")
+        out.append(f"fold {k + 1}: trained on {len(training[k])} forms")
     oof = [
         [oof_models[k].probability(page.features) for page in form.pages]
         for form, k in zip(forms, fold, strict=True)
@@ -459,11 +482,15 @@ def cross_validate(
     probabilities = np.concatenate([s.probabilities for s in scored])
     correct = np.concatenate([s.correct for s in scored])
     knots = calibration_table(probabilities, correct)
-    report(forms, scored, thresholds, knots, probabilities, correct, out)
-    return thresholds, knots, [{**d, **_choice(thresholds, knots)} for d in fitted]
+    total, per_form_f1 = report(forms, scored, thresholds, knots, probabilities, correct, out)
+    fold_models = [{**d, **_choice(thresholds, knots)} for d in fitted]
+    return CrossValidation(thresholds, knots, fold_models, total, per_form_f1)
 
 
-def report(forms, scored, threshold, knots, probabilities, correct, out: list[str]) -> None:
+def report(
+    forms, scored, threshold, knots, probabilities, correct, out: list[str]
+) -> tuple[Score, float]:
+    """The cross-validated figures into ``out``; returns the total and the mean per-form F1."""
     total = Score()
     for s in scored:
         total = total + s.score
@@ -504,6 +531,7 @@ def report(forms, scored, threshold, knots, probabilities, correct, out: list[st
         out.append(
             f"  {s.form:<60} gt {s.score.n_gt:>4} det {s.score.n_det:>4} F1 {s.score.f1 or 0:.3f}"
         )
+    return total, statistics.fmean(per_form) if per_form else 0.0
 
 
 def _convert_job(task: tuple[Path, dict, Path | None]) -> dict[str, Any]:
@@ -627,6 +655,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="write the per-form cross-validated figures here (ffdnet_anchor.py --compare)",
     )
+    parser.add_argument(
+        "--learning-curve",
+        action="store_true",
+        help=f"cross-validate on {', '.join(f'{s:.0%}' for s in CURVE_SHARES)} of the training "
+        "forms (same test folds), write the curve, ship nothing",
+    )
+    parser.add_argument("--results-curve", type=Path, default=CURVE_RESULTS)
     args = parser.parse_args(argv)
     if not (args.corpus / "forms").is_dir():
         print(f"No training corpus at {args.corpus}/forms.", file=sys.stderr)
@@ -643,8 +678,11 @@ def main(argv: list[str] | None = None) -> int:
         f"model: {json.dumps(PARAMS)}",
     ]
     print("\n".join(out), flush=True)
-    thresholds, knots, fold_models = cross_validate(forms, out, args.jobs)
-    summaries = convert_unseen(args.corpus, forms, fold_models, args.cache, args.jobs, out)
+    if args.learning_curve:
+        return learning_curve(forms, out, args.jobs, args.results_curve)
+    cv = cross_validate(forms, out, args.jobs)
+    thresholds, knots = cv.thresholds, cv.knots
+    summaries = convert_unseen(args.corpus, forms, cv.fold_models, args.cache, args.jobs, out)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"forms": summaries}, indent=2, ensure_ascii=False) + "\n")
@@ -672,6 +710,36 @@ def main(argv: list[str] | None = None) -> int:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text("\n".join(out) + "\n")
     print("\n".join(out[-2:]))
+    return 0
+
+
+def learning_curve(forms: list[FormData], head: list[str], jobs: int, path: Path) -> int:
+    """What more training forms buy: the cross-validation repeated with each fold trained on
+    a share of its training groups, tested on the same whole test folds."""
+    rows = []
+    for share in CURVE_SHARES:
+        log: list[str] = []
+        cv = cross_validate(forms, log, jobs, share)
+        trained = [line.split("trained on ")[1] for line in log if "trained on" in line]
+        t = cv.total
+        rows.append(
+            f"  {share:>5.0%}  {', '.join(x.split()[0] for x in trained):<22} {t.f1:>8.3f}  "
+            f"{t.precision:>6.3f}  {t.recall:>6.3f}  {cv.per_form_f1:>8.3f}  {t.class_f1:>11.3f}"
+            f"  {t.button_recall:>13.3f}"
+        )
+        print(rows[-1], flush=True)
+    lines = [
+        *head,
+        "",
+        f"Learning curve: 5-fold cross-validation by form group ({len(forms)} forms, ignore "
+        "rule); each fold trains on a share of its training groups, thresholds tuned out of fold",
+        "  share  forms per fold         micro F1       P       R  per-form  class-aware  "
+        "button recall",
+        *rows,
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[-len(rows) - 3 :]))
     return 0
 
 
