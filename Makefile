@@ -24,7 +24,7 @@ ANCHOR_JOBS ?= 2
 ANCHOR_THREADS ?= 1
 
 .PHONY: demo demo-chunks test test-quick test-repeat lint bench bench-anchor install clean \
-	train-detector
+	train-detector docs-screenshots
 
 install: $(STAMP)
 
@@ -110,6 +110,10 @@ bench-anchor: $(STAMP) $(ANCHOR_STAMP)
 		$(PY) benchmarks/ffdnet_anchor.py --corpus $$corpus --anchor-python $(ANCHOR_VENV)/bin/python \
 			--jobs $(ANCHOR_JOBS) --threads $(ANCHOR_THREADS) || exit 1; \
 	done
+
+# The review editor on two development forms, for the README (needs Chromium and ../shared).
+docs-screenshots: $(STAMP)
+	$(PY) docs/screenshots.py
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(ANCHOR_VENV) $(DEMO_OUT) $(DEMO_HOME) $(REPEAT_DIR) \

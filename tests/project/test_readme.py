@@ -1,8 +1,9 @@
 """Every command in the README, run as written: the tour's shell blocks in order (in one bash
 session, from a scratch copy of the sample files), the Python blocks, and the two commands.
 
-One command can't run verbatim inside the suite: ``make test`` is this suite (its recipe is
-checked with ``make -n``). The tour picks its own free port, so it runs as written even while
+Two commands can't run verbatim inside the suite: ``make test`` is this suite (its recipe is
+checked with ``make -n``), and ``fillpdf review`` serves until a person stops it (its block is
+``shell``, not ``sh``; tests/review/ drives it in a browser). The tour picks its own free port, so it runs as written even while
 another program holds the port a tour would usually choose.
 ``docker compose`` needs a Docker engine; tests/project/test_compose.py checks that file
 instead.
@@ -36,6 +37,7 @@ def scratch(tmp_path: Path) -> Path:
 
 
 def test_the_readme_has_the_blocks_this_test_runs() -> None:
+    assert re.search(r"```shell\nfillpdf review ", README)
     kinds = [kind for kind, _ in BLOCKS]
     assert kinds.count("sh") >= 5 and kinds.count("python") >= 2
     assert BLOCKS[0] == ("sh", BLOCKS[0][1]) and "make demo" in BLOCKS[0][1]
