@@ -3,8 +3,9 @@ session, from a scratch copy of the sample files), the Python blocks, and the tw
 
 Two commands can't run verbatim inside the suite: ``make test`` is this suite (its recipe is
 checked with ``make -n``), and ``fillpdf review`` serves until a person stops it (its block is
-``shell``, not ``sh``; tests/review/ drives it in a browser). The tour picks its own free port, so it runs as written even while
-another program holds the port a tour would usually choose.
+``shell``, not ``sh``; tests/review/ drives it in a browser). The tour picks its own free
+port, so it runs as written even while another program holds the port a tour would usually
+choose.
 ``docker compose`` needs a Docker engine; tests/project/test_compose.py checks that file
 instead.
 """
