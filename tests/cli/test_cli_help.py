@@ -37,7 +37,7 @@ def test_the_examples_parse_as_written() -> None:
     assert len(lines) >= 6
     parser = build_parser()
     for line in lines:
-        words = shlex.split(line.split(">")[0])[1:]
+        words = shlex.split(line.split(">")[0], comments=True)[1:]
         parser.parse_args(words)  # exits 2 (SystemExit) on an example that no longer parses
 
 

@@ -99,10 +99,10 @@ def embedded_engine(conn_id: str) -> EmbeddedFillPdf:
     return EmbeddedFillPdf(settings.get("conversions_uri"))
 
 
-def review_router(read: Any, edit_method: str = "PUT") -> APIRouter:
+def review_router(read: Any) -> APIRouter:
     """The editor's routes: ``read`` guards every route, saving also needs permission to
     edit connections."""
     from airflow.api_fastapi.core_api.security import requires_access_connection
 
-    edit = Depends(requires_access_connection(edit_method))  # type: ignore[arg-type]
+    edit = Depends(requires_access_connection("PUT"))
     return review_routes(Sessions(), prefix=PREFIX, dependencies=[read], save_dependencies=[edit])
