@@ -208,6 +208,18 @@ def test_each_empty_table_cell_is_a_field_named_by_its_column(mode: str) -> None
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_boxes_on_one_line_whose_bottoms_differ_by_a_point_are_both_found(mode: str) -> None:
+    page, city = boxed_label("City", y=705, right=192)
+    state = (290.0, 701.0, 380.0, 717.0)  # a point higher, and shorter
+    page.text(260, 705, "State")
+    page.box(state)
+    fields = detect(one_page(page), mode)
+    assert_names(fields, "city", "state")
+    assert_lands(by_name(fields, "city"), city)
+    assert_lands(by_name(fields, "state"), state)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_line_after_a_label_is_a_text_field(mode: str) -> None:
     page = FlatPage()
     line = underline(page, "City", 700)

@@ -724,6 +724,13 @@ def _flag_row_headings(found: list[Candidate]) -> None:
             continue
         if len(_cells_further_in_row(cand.region, empty)) >= 2:
             cand.flags.add("row_heading")
+    # The corner cell over the row headings ("Income" over "Wages", "Interest") heads them.
+    headings = [c.region for c in found if "row_heading" in c.flags and c.region is not None]
+    for cand in found:
+        if cand.region is None or cand.cue not in _LABELLED_CELL_CUES:
+            continue
+        if _cell_right_below(cand.region, headings):
+            cand.flags.add("header_row")
 
 
 def _cells_further_in_row(cell: Box, others: list[Box]) -> list[Box]:

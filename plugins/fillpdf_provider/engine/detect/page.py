@@ -7,6 +7,7 @@ thousands of them and detection must cost less than extracting them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -47,11 +48,15 @@ class Word:
 
 @dataclass
 class Line:
-    """Words on one baseline, left to right."""
+    """Words on one baseline, in the order the page draws them (left to right, mostly).
+
+    Its text and extent are read many times (by every field near it), so each is worked
+    out once; a line's words don't change once it is read.
+    """
 
     words: list[Word]
 
-    @property
+    @functools.cached_property
     def text(self) -> str:
         return " ".join(w.text for w in self.words)
 
@@ -63,11 +68,11 @@ class Line:
     def x1(self) -> float:
         return self.words[-1].x1
 
-    @property
+    @functools.cached_property
     def top(self) -> float:
         return min(w.top for w in self.words)
 
-    @property
+    @functools.cached_property
     def bottom(self) -> float:
         return max(w.bottom for w in self.words)
 
@@ -388,8 +393,8 @@ class _TextReader:
             gap = char["x0"] - previous["x1"]
             if abs(previous["bottom"] - char["bottom"]) > 0.6 * size or gap > 2.5 * size:
                 self._close_line()  # a new baseline, or a far-apart phrase on the same one
-            elif gap > 0.25 * size:
-                self._close_word()
+            elif gap > 0.25 * size or gap < -size:
+                self._close_word()  # a space, or a jump back left: words drawn out of order
         self.word.append(char)
         self.previous = char
 
@@ -443,13 +448,25 @@ class _TextReader:
 
 
 def merge_segments(segments: list[Segment], gap: float = 1.5, snap: float = 1.0) -> list[Segment]:
-    """Join collinear pieces that touch or overlap (tables draw a line cell by cell)."""
-    segments = sorted(segments, key=lambda s: (round(s.at / snap), s.a))
+    """Join collinear pieces that touch or overlap (tables draw a line cell by cell).
+
+    Pieces within ``snap`` of each other's level are collinear; among them, those less than
+    ``gap`` apart join. Two boxes side by side whose bottoms differ by a point keep both.
+    """
+    ordered = sorted(segments, key=lambda s: (s.at, s.a))
     merged: list[Segment] = []
-    for seg in segments:
-        last = merged[-1] if merged else None
-        if last is not None and abs(last.at - seg.at) <= snap and seg.a <= last.b + gap:
-            last.b = max(last.b, seg.b)
-        else:
-            merged.append(Segment(seg.a, seg.b, seg.at))
+    start = 0
+    while start < len(ordered):
+        end = start + 1
+        while end < len(ordered) and ordered[end].at - ordered[start].at <= snap:
+            end += 1
+        level: list[Segment] = []
+        for seg in sorted(ordered[start:end], key=lambda s: (s.a, s.at)):
+            last = level[-1] if level else None
+            if last is not None and seg.a <= last.b + gap:
+                last.b = max(last.b, seg.b)
+            else:
+                level.append(Segment(seg.a, seg.b, seg.at))
+        merged.extend(level)
+        start = end
     return merged
