@@ -114,6 +114,10 @@ MIN_BUTTON_RECALL = 0.93
 MAX_FIELDS_RATIO = 2.0
 MAX_FAST_RATIO = 0.5
 MIN_LABEL_NAMED = 0.95
+#: Generic names (``text_4``) among fields with text printed near them: at most a third of
+#: the share before tables, grids and nearby text named fields (31.1% on the development
+#: corpus, 1,604 of 5,162).
+MAX_GENERIC_SHARE = 0.311 / 3
 
 #: Field flags (``/Ff``) and annotation flags (``/F``), PDF 32000-1 tables 165, 226, 228.
 FF_RADIO = 1 << 15
@@ -652,6 +656,79 @@ def label_name_stats(schema: Iterable[Any]) -> tuple[int, int, list[tuple[str, s
     return derived, labelled, misses
 
 
+#: A name a converter falls back on, numbered or not: ``text``, ``text_2``, ``checkbox_6``.
+_GENERIC_NAME = re.compile(rf"({'|'.join(sorted(GENERIC_NAMES))})(?:_[0-9]+)?")
+#: How far (pt) around a field printed text counts as its label, column header or row label:
+#: left and right on its line, up its column (a table's header may head many rows), below.
+NEAR_LEFT, NEAR_RIGHT, NEAR_ABOVE, NEAR_BELOW = 250.0, 60.0, 300.0, 14.0
+
+
+def generic_name(name: str, label: str | None) -> bool:
+    """Whether ``name`` is a fallback (``text_4``, ``checkbox``) rather than words of a label.
+
+    A field labelled "Date" may well be ``date``: that is its label's word, not a fallback.
+    """
+    found = _GENERIC_NAME.fullmatch(name)
+    if found is None:
+        return False
+    words = _words(label or "")
+    return not (words and words[0] == found.group(1))
+
+
+def printed_near(flat: bytes, schema: Sequence[dict[str, Any]]) -> list[bool]:
+    """Whether text is printed near each schema entry (see ``NEAR_LEFT``...): a label, a
+    column header or a row label a name could come from. Read with PDFium's text runs."""
+    import pypdfium2 as pdfium
+
+    result = [False] * len(schema)
+    by_page: dict[int, list[int]] = {}
+    for index, entry in enumerate(schema):
+        if entry.get("rect") and entry.get("page") is not None:
+            by_page.setdefault(int(entry["page"]), []).append(index)
+    doc = pdfium.PdfDocument(flat)
+    try:
+        for page_index, indexes in by_page.items():
+            if page_index >= len(doc):
+                continue
+            page = doc[page_index]
+            text = page.get_textpage()
+            runs = []
+            for i in range(text.count_rects()):
+                left, bottom, right, top = text.get_rect(i)
+                if any(c.isalnum() for c in text.get_text_bounded(left, bottom, right, top)):
+                    runs.append((left, bottom, right, top))  # words, not box glyphs
+            for index in indexes:
+                result[index] = any(_near(run, schema[index]["rect"]) for run in runs)
+            text.close()
+            page.close()
+    finally:
+        doc.close()
+    return result
+
+
+def _near(run: tuple[float, float, float, float], rect: Sequence[float]) -> bool:
+    left, bottom, right, top = run
+    x0, y0, x1, y1 = rect
+    middle = (bottom + top) / 2
+    on_line = y0 - 3 <= middle <= y1 + 3 and right >= x0 - NEAR_LEFT and left <= x1 + NEAR_RIGHT
+    over_column = right >= x0 and left <= x1
+    above = over_column and y1 - 2 <= bottom <= y1 + NEAR_ABOVE
+    below = over_column and y0 - NEAR_BELOW <= top <= y0 + 2
+    return on_line or above or below
+
+
+def generic_name_stats(flat: bytes, schema: Sequence[dict[str, Any]]) -> tuple[int, int, list[str]]:
+    """``(generic, near_text, examples)``: of the entries with text printed near them, how
+    many have a generic name, and those names."""
+    near = printed_near(flat, schema)
+    generic = [
+        str(entry["name"])
+        for entry, seen in zip(schema, near, strict=True)
+        if seen and generic_name(str(entry["name"]), entry.get("label"))
+    ]
+    return len(generic), sum(near), generic
+
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -970,6 +1047,7 @@ def evaluate_form(
         matches, figures = detection_figures(gt, det, ink)
         derived, labelled, _misses = label_name_stats(schema)
         dups = duplicate_names(schema)
+        generic, near_text, _names = generic_name_stats(flat, schema)
         summary["modes"][mode] = {
             "error": error,
             "traceback": trace,
@@ -981,6 +1059,8 @@ def evaluate_form(
             "n_duplicate_names": len(dups),
             "labelled": labelled,
             "label_named": derived,
+            "near_text": near_text,
+            "generic_named": generic,
             **figures,
         }
         if keep:
@@ -1103,6 +1183,8 @@ def overall(summaries: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[s
             total = total + Score.from_dict(row)
         median = _median(row["s_per_page"] for row in rows)
         labelled = sum(row["labelled"] for row in rows)
+        near_text = sum(row.get("near_text", 0) for row in rows)
+        generic = sum(row.get("generic_named", 0) for row in rows)
         # a form whose every widget lies over blank paper has nothing to find: not averaged
         per_form = [row["f1"] for row in rows if row["n_gt"] and row["f1"] is not None]
         result["modes"][mode] = {
@@ -1114,6 +1196,9 @@ def overall(summaries: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[s
             "labelled": labelled,
             "label_named": sum(row["label_named"] for row in rows),
             "label_named_share": _ratio(sum(row["label_named"] for row in rows), labelled),
+            "near_text": near_text,
+            "generic_named": generic,
+            "generic_share": _ratio(generic, near_text),
             "median_s_per_page": median,
             "ratio_to_pdfplumber": (median / plumber if median is not None and plumber else None),
         }
@@ -1178,6 +1263,16 @@ def acceptance(total: dict[str, Any]) -> list[Gate]:
                 f"{limit}x pdfplumber {_fmt(plumber, 4)} (ratio {_fmt(ratio, 2)})",
             )
         )
+    generic = fields.get("generic_share")
+    gates.append(
+        _gate(
+            generic,
+            (generic if generic is not None else 1) <= MAX_GENERIC_SHARE,
+            f"generic names where text is printed near (fields) {_pct(generic)} "
+            f"({fields.get('generic_named')}/{fields.get('near_text')}) <= "
+            f"{MAX_GENERIC_SHARE:.1%}",
+        )
+    )
     share = fields.get("label_named_share")
     gates.append(
         _gate(
@@ -1275,6 +1370,10 @@ def print_overall(total: dict[str, Any], gates: Sequence[Gate], out: TextIO) -> 
     line(
         "named from label",
         (f"{_pct(f['label_named_share'])}" for f in figures),
+    )
+    line(
+        "generic names with text near",
+        (f"{_pct(f.get('generic_share'))}" for f in figures),
     )
     line("conversion errors", (str(f["errors"]) for f in figures))
     line("median s/page", (_fmt(f["median_s_per_page"], 4) for f in figures))

@@ -21,3 +21,5 @@ CONTRACT_KEYS = frozenset(
 SCHEMA_KEYS = CONTRACT_KEYS | {"read_only", "comb"}
 #: The key a radio group of several buttons adds: each button's option and place.
 WIDGETS_KEY = "widgets"
+#: The key a date field adds: the format its values are written in (``mm/dd/yyyy``).
+DATE_FORMAT_KEY = "date_format"

@@ -11,7 +11,7 @@ from pypdf.generic import NameObject, NumberObject, TextStringObject
 
 from fillpdf_provider.engine import Field, Template, fill, inspect
 from kits import formedit
-from kits.contract import CONTRACT_KEYS, SCHEMA_KEYS, WIDGETS_KEY
+from kits.contract import CONTRACT_KEYS, DATE_FORMAT_KEY, SCHEMA_KEYS, WIDGETS_KEY
 from kits.formkit import FF_READ_ONLY, Spec, build_form
 
 #: One field of every kind formkit builds, nested names and a second page included.
@@ -238,6 +238,10 @@ def test_date_scripts_make_a_date_field() -> None:
     assert fields["born"].type == "date"
     assert fields["x"].type == "text"
     assert Template(pdf).date_format("born") == "dd.mm.yyyy"
+    # the schema says it too, so a schema read back builds the same date field
+    assert fields["born"].to_dict()["date_format"] == "dd.mm.yyyy"
+    assert "date_format" not in fields["x"].to_dict()
+    assert Field.from_dict(fields["born"].to_dict()) == fields["born"]
 
 
 def test_read_only_flag_inherited_from_parent() -> None:
@@ -265,7 +269,10 @@ def test_to_dict_has_the_contract_keys(kinds: dict[str, Field]) -> None:
         entry = field.to_dict()
         assert set(entry) >= CONTRACT_KEYS, field.name
         several = field.type == "radio" and len(field.widgets or ()) > 1
-        assert set(entry) == (SCHEMA_KEYS | {WIDGETS_KEY} if several else SCHEMA_KEYS), field.name
+        expected = set(SCHEMA_KEYS)
+        expected |= {WIDGETS_KEY} if several else set()
+        expected |= {DATE_FORMAT_KEY} if field.type == "date" else set()
+        assert set(entry) == expected, field.name
         assert entry["type"] in ("text", "date", "checkbox", "radio", "choice", "signature")
         assert isinstance(entry["page"], int)
         assert len(entry["rect"]) == 4 and all(isinstance(v, float) for v in entry["rect"])

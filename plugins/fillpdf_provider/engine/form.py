@@ -111,6 +111,7 @@ class FormField:
             read_only=self.read_only,
             comb=self.comb,
             widgets=self._option_widgets(),
+            date_format=self.date_format if self.kind == "date" else None,
         )
 
     def _option_widgets(self) -> tuple[OptionWidget, ...] | None:

@@ -56,10 +56,13 @@ class Field:
     comb: bool = False
     #: Radio groups with several buttons: each button's option and place (else None).
     widgets: tuple[OptionWidget, ...] | None = None
+    #: Date fields: the format values are written in, Acrobat style (``mm/dd/yyyy``).
+    date_format: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON schema entry of the contract (plus ``read_only`` and ``comb``, and
-        ``widgets`` for a radio group of several buttons; absent elsewhere)."""
+        """The JSON schema entry of the contract (plus ``read_only`` and ``comb``,
+        ``widgets`` for a radio group of several buttons and ``date_format`` for a date
+        field; absent elsewhere)."""
         entry: dict[str, Any] = {
             "name": self.name,
             "type": self.type,
@@ -76,6 +79,8 @@ class Field:
         }
         if self.widgets is not None:
             entry["widgets"] = [w.to_dict() for w in self.widgets]
+        if self.type == "date":
+            entry["date_format"] = self.date_format
         return entry
 
     @classmethod
@@ -97,4 +102,5 @@ class Field:
             read_only=bool(data.get("read_only", False)),
             comb=bool(data.get("comb", False)),
             widgets=tuple(OptionWidget.from_dict(w) for w in widgets) if widgets else None,
+            date_format=data.get("date_format"),
         )

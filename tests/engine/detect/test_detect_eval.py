@@ -25,6 +25,8 @@ from benchmarks.detect_eval import (
     duplicate_names,
     evaluate_form,
     excluded_widgets,
+    generic_name,
+    generic_name_stats,
     ground_truth,
     inked,
     iou,
@@ -38,6 +40,7 @@ from benchmarks.detect_eval import (
     score,
 )
 from fillpdf_provider.engine.schema import Field
+from kits.flatkit import FlatPage, one_page
 from kits.flatten import flatten_form
 from kits.formedit import add_date_script, add_link, hoist, set_entries
 from kits.formkit import Spec, build_form, sample_form
@@ -295,6 +298,9 @@ def test_acceptance_lines() -> None:
             "label_named_share": 0.96,
             "label_named": 96,
             "labelled": 100,
+            "generic_share": 0.05,
+            "generic_named": 5,
+            "near_text": 100,
         }
         return base | figures
 
@@ -310,6 +316,40 @@ def test_acceptance_lines() -> None:
     statuses = {g.text.split(" (")[0]: g.status for g in only_fields}
     assert statuses["duplicate schema names"] == "FAIL"
     assert "SKIP" in {g.status for g in only_fields}  # fields_fast timing was not measured
+    generic = acceptance({**total, "modes": {"fields": mode(generic_share=0.2)}})
+    statuses = {g.text.split(" (")[0]: g.status for g in generic}
+    assert statuses["generic names where text is printed near"] == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("name", "label", "generic"),
+    [
+        ("text", None, True),
+        ("text_4", None, True),
+        ("checkbox_12", "", True),
+        ("choice", "Size", True),
+        ("date", "Date", False),  # the label's own word, not a fallback
+        ("date_2", "Date signed", False),
+        ("textbook", None, False),
+        ("quantity_2", "Quantity (row 2)", False),
+    ],
+)
+def test_generic_name(name: str, label: str | None, generic: bool) -> None:
+    assert generic_name(name, label) is generic
+
+
+def test_generic_name_stats_count_fields_with_text_near_them() -> None:
+    page = FlatPage()
+    page.text(72, 705, "Full name")
+    page.text(300, 500, "+ = $")  # signs: nothing a name comes from
+    flat = one_page(page)
+    schema = [
+        {"name": "text", "label": None, "page": 0, "rect": [150, 700, 400, 720]},  # beside it
+        {"name": "full_name", "label": "Full name", "page": 0, "rect": [72, 660, 300, 690]},
+        {"name": "text_2", "label": None, "page": 0, "rect": [72, 300, 200, 320]},  # far off
+        {"name": "text_3", "label": None, "page": 0, "rect": [330, 495, 400, 510]},  # signs
+    ]
+    assert generic_name_stats(flat, schema) == (1, 2, ["text"])
 
 
 # --------------------------------------------------------------------------- end to end

@@ -28,6 +28,15 @@ from fillpdf_provider.engine.detect.fields import (
 )
 from fillpdf_provider.engine.detect.labels import LabelIndex, snake, unique_names
 from fillpdf_provider.engine.detect.model import Detected, Rect
+from fillpdf_provider.engine.detect.naming import (
+    CellName,
+    cell_names,
+    date_hint,
+    nearby_name,
+    option_grids,
+    reading_order,
+    union,
+)
 from fillpdf_provider.engine.detect.page import Box, Line, PageGeometry, ToPdf, read_page
 from fillpdf_provider.engine.detect.scorer import Model, choose, shipped_model
 from fillpdf_provider.engine.detect.variants import with_variants
@@ -241,31 +250,89 @@ def _fields_of(
     labels: LabelIndex,
     to_pdf: ToPdf,
 ) -> list[Detected]:
-    """The chosen candidates as fields in PDF space; circles in a row become radio groups."""
-    fields: list[Detected] = []
+    """The chosen candidates as fields in PDF space, in reading order, named (naming.py):
+    the rows of an option grid and circles in a row become radio groups, the cells of a
+    table are named by its headers and row labels."""
+    buttons = [(c, conf) for c, _label, conf in chosen if c.kind in ("checkbox", "radio")]
+    grid = option_grids([c for c, _ in buttons], labels)
+    in_grid = {id(cand) for row in grid for cand, _option in row.buttons}
+    sure = {id(cand): confidence for cand, confidence in buttons}
+    placed: list[tuple[Box, Detected]] = []
+    for number, row in enumerate(grid):
+        for cand, option in row.buttons:
+            radio = _radio(index, cand, row.question, option, number, sure[id(cand)], to_pdf)
+            placed.append((cand.box, radio))
+    rest = [(c, label, conf) for c, label, conf in chosen if id(c) not in in_grid]
+    cells = [c for c, _label, _conf in rest if c.kind not in ("checkbox", "radio")]
+    own = [label for c, label, _conf in rest if c.kind not in ("checkbox", "radio")]
+    table = cell_names(cells, own, labels)
+    renamed = {id(cells[i]): name for i, name in table.items()}
     radios: list[tuple[Candidate, float]] = []
-    for cand, label, confidence in chosen:
+    for cand, label, confidence in rest:
         if cand.kind == "radio":
             radios.append((cand, confidence))
             continue
-        kind = typed(cand.kind, label)
-        fields.append(
-            Detected(
-                type=kind,
-                page=index,
-                rect=to_pdf(cand.box),
-                name=snake(label),
-                label=label,
-                confidence=confidence,
-                multiline=cand.multiline,
-                max_length=cand.max_length,
-                comb=cand.max_length is not None,
-                cue=cand.cue,
-            )
-        )
-    fields.extend(_radio_groups(index, radios, labels, to_pdf))
-    fields.sort(key=lambda d: (-d.rect[3], d.rect[0]))
-    return fields
+        field = _field(index, cand, label, confidence, renamed, labels, to_pdf)
+        placed.append((cand.box, field))
+    placed.extend(_radio_groups(index, radios, labels, to_pdf, first_group=len(grid)))
+    order = reading_order([box for box, _ in placed])
+    return [placed[i][1] for i in order]
+
+
+def _field(
+    index: int,
+    cand: Candidate,
+    label: str | None,
+    confidence: float,
+    renamed: dict[int, CellName],
+    labels: LabelIndex,
+    to_pdf: ToPdf,
+) -> Detected:
+    """A field of its own (not a radio button), named from its label, its table or, with
+    neither, the text printed near it."""
+    kind = typed(cand.kind, label)
+    cell = renamed.get(id(cand))
+    shown, af_format = date_hint(label)
+    if cell is None and not snake(shown):
+        cell = nearby_name(cand.box, labels, button=cand.kind == "checkbox")
+    if af_format is not None and kind == "text":
+        kind = "date"
+    name = cell.name if cell is not None else snake(shown)
+    return Detected(
+        type=kind,
+        page=index,
+        rect=to_pdf(cand.box),
+        name=name,
+        label=cell.label if cell is not None else shown,
+        confidence=confidence,
+        multiline=cand.multiline,
+        max_length=cand.max_length,
+        comb=cand.max_length is not None,
+        date_format=af_format if kind == "date" else None,
+        cue=cand.cue,
+    )
+
+
+def _radio(
+    index: int,
+    cand: Candidate,
+    question: str | None,
+    export: str,
+    group: int,
+    confidence: float,
+    to_pdf: ToPdf,
+) -> Detected:
+    return Detected(
+        type="radio",
+        page=index,
+        rect=to_pdf(cand.box),
+        name=snake(question),
+        label=question,
+        confidence=confidence,
+        export=export,
+        group=group,
+        cue=cand.cue,
+    )
 
 
 #: What the rules know is not for the reader to fill: a table's heading row, a struck-out or
@@ -331,45 +398,38 @@ def _confidence(cand: Candidate, label: str | None) -> float:
 
 
 def _radio_groups(
-    index: int, radios: list[tuple[Candidate, float]], labels: LabelIndex, to_pdf: ToPdf
-) -> list[Detected]:
+    index: int,
+    radios: list[tuple[Candidate, float]],
+    labels: LabelIndex,
+    to_pdf: ToPdf,
+    first_group: int = 0,
+) -> list[tuple[Box, Detected]]:
     """Circles that line up in a row (or a column) are one question's options; a circle
-    alone is a yes-or-no box (a radio group of one option could never be cleared)."""
+    alone is a yes-or-no box (a radio group of one option could never be cleared).
+    Groups are numbered from ``first_group``, each with its circles' page boxes."""
     sure = {id(cand): confidence for cand, confidence in radios}
-    found: list[Detected] = []
-    for number, group in enumerate(_lined_up([c for c, _ in radios])):
+    found: list[tuple[Box, Detected]] = []
+    for number, group in enumerate(_lined_up([c for c, _ in radios]), start=first_group):
         options = [labels.label_for(c) for c in group]
         question = _question(group, options, labels)
         if len(group) == 1:
             (cand,) = group
             label = options[0] or question
-            found.append(
-                Detected(
-                    type="checkbox",
-                    page=index,
-                    rect=to_pdf(cand.box),
-                    name=snake(label),
-                    label=label,
-                    confidence=sure[id(cand)],
-                    cue=cand.cue,
-                )
+            alone = Detected(
+                type="checkbox",
+                page=index,
+                rect=to_pdf(cand.box),
+                name=snake(label),
+                label=label,
+                confidence=sure[id(cand)],
+                cue=cand.cue,
             )
+            found.append((cand.box, alone))
             continue
         exports = unique_names([snake(o) or str(i) for i, o in enumerate(options)])
         for cand, export in zip(group, exports, strict=True):
-            found.append(
-                Detected(
-                    type="radio",
-                    page=index,
-                    rect=to_pdf(cand.box),
-                    name=snake(question),
-                    label=question,
-                    confidence=sure[id(cand)],
-                    export=export,
-                    group=number,
-                    cue=cand.cue,
-                )
-            )
+            radio = _radio(index, cand, question, export, number, sure[id(cand)], to_pdf)
+            found.append((cand.box, radio))
     return found
 
 
@@ -410,16 +470,7 @@ def _question(group: list[Candidate], options: list[str | None], labels: LabelIn
     question = labels.left_of(group[0].box, 260) if len(group) > 1 else options[0]
     if question in options:
         question = None
-    return question or labels.above(_union([c.box for c in group]), 24) or options[0]
-
-
-def _union(boxes: list[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
+    return question or labels.above(union([c.box for c in group]), 24) or options[0]
 
 
 def _name(fields: list[Detected]) -> None:

@@ -28,6 +28,16 @@ class LabelIndex:
     def __init__(self, lines: list[Line]) -> None:
         self.lines = sorted(lines, key=lambda line: line.top)
         self.tops = [line.top for line in self.lines]
+        self._cut: dict[tuple[int, bool], list[tuple[float, str, float]]] = {}
+
+    def phrases(self, line: Line, *, in_order: bool = False) -> list[tuple[float, str, float]]:
+        """``phrases_with_end`` of one of the index's lines, cut once: every field on the
+        page asks about the lines near it."""
+        key = (id(line), in_order)
+        cut = self._cut.get(key)
+        if cut is None:
+            cut = self._cut[key] = phrases_with_end(line, in_order=in_order)
+        return cut
 
     def near(self, top: float, bottom: float) -> list[Line]:
         lo = bisect.bisect_left(self.tops, top)
@@ -44,7 +54,7 @@ class LabelIndex:
         tries: tuple[tuple[str, Callable[[], str | None]], ...]
         if cand.kind in ("checkbox", "radio"):
             tries = (
-                ("right", lambda: self._right_of(cand.box)),
+                ("right", lambda: self.right_of(cand.box)),
                 ("left", lambda: self.left_of(cand.box, 160)),
             )
         else:
@@ -61,12 +71,14 @@ class LabelIndex:
                 return text, place
         return None, ""
 
-    def _right_of(self, box: Box) -> str | None:
+    def right_of(self, box: Box) -> str | None:
         _x0, top, x1, bottom = box
         middle = (top + bottom) / 2
         best = None
         for line in self.near(top - 12, bottom + 2):
-            for word_start, text in _phrases(line):
+            for word_start, text, _word_end in self.phrases(line):
+                if not wordy(text):
+                    continue
                 beside = line.top - 2 <= middle <= line.bottom + 2 and 0 <= word_start - x1 <= 40
                 if beside and (best is None or word_start < best[0]):
                     best = (word_start, text)
@@ -79,7 +91,9 @@ class LabelIndex:
         for line in self.near(top - 30, bottom + 2):
             if not line.top - 3 <= middle <= line.bottom + 6:
                 continue
-            for _word_start, text, word_end in phrases_with_end(line):
+            for _word_start, text, word_end in self.phrases(line):
+                if not wordy(text):
+                    continue  # "+", "=", "$": signs between the boxes, not their labels
                 gap = x0 - word_end
                 if -2 <= gap <= reach and (best is None or gap < best[0]):
                     best = (gap, text)
@@ -91,7 +105,7 @@ class LabelIndex:
         for line in self.near(top - reach - 20, top + 2):
             if not top - reach - 2 <= line.bottom <= top + 3:
                 continue
-            if line.x1 < x0 - 4 or line.x0 > x0 + 0.6 * (x1 - x0):
+            if line.x1 < x0 - 4 or line.x0 > x0 + 0.6 * (x1 - x0) or not wordy(line.text):
                 continue
             distance = top - line.bottom
             if best is None or distance < best[0]:
@@ -102,30 +116,32 @@ class LabelIndex:
         x0, top, x1, _bottom = box
         for line in self.near(top - 14, top + 2):
             just_above = line.bottom <= top + 1.5 and top - line.bottom <= 12
-            if just_above and x0 - 4 <= line.x0 < x0 + 0.5 * (x1 - x0):
+            if just_above and x0 - 4 <= line.x0 < x0 + 0.5 * (x1 - x0) and wordy(line.text):
                 return line.text
         return None
 
     def _below(self, box: Box) -> str | None:
         x0, _top, x1, bottom = box
         for line in self.near(bottom - 1, bottom + 12):
-            if x0 - 4 <= line.x0 <= x0 + 0.5 * (x1 - x0):
+            if x0 - 4 <= line.x0 <= x0 + 0.5 * (x1 - x0) and wordy(line.text):
                 return line.text
         return None
 
 
-def _phrases(line: Line) -> list[tuple[float, str]]:
-    return [(start, text) for start, text, _ in phrases_with_end(line)]
+def wordy(text: str) -> bool:
+    """Whether ``text`` has a letter or a digit: signs and box glyphs name nothing."""
+    return any(c.isalnum() for c in text)
 
 
-def phrases_with_end(line: Line) -> list[tuple[float, str, float]]:
+def phrases_with_end(line: Line, *, in_order: bool = False) -> list[tuple[float, str, float]]:
     """A line cut where words stand far apart (label columns share a baseline).
 
     Each phrase is (start x, text, end x): labels are read from it, and the variants look
-    for the blank after each phrase.
+    for the blank after each phrase. ``in_order`` reads the words left to right, as a
+    person does, rather than in the order the page draws them.
     """
     phrases: list[tuple[float, str, float]] = []
-    words = line.words
+    words = sorted(line.words, key=lambda w: w.x0) if in_order else line.words
     start = 0
     for i in range(1, len(words) + 1):
         if i == len(words) or words[i].x0 - words[i - 1].x1 > 1.2 * words[i].size:
@@ -135,8 +151,12 @@ def phrases_with_end(line: Line) -> list[tuple[float, str, float]]:
     return phrases
 
 
-def snake(label: str | None) -> str:
-    """``"1a Your first name and initial"`` -> ``"first_name_and_initial"``."""
+def snake(label: str | None, *, drop_filler: bool = True) -> str:
+    """``"1a Your first name and initial"`` -> ``"first_name_and_initial"``.
+
+    ``drop_filler=False`` keeps a leading "your", "this"...: "This year" after a row's
+    label says which year.
+    """
     if not label:
         return ""
     text = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode("ascii")
@@ -144,7 +164,7 @@ def snake(label: str | None) -> str:
     for _ in range(2):
         text = _LEADING_NUMBER.sub("", text)
     words = _WORD.findall(text.lower())
-    while len(words) > 1 and words[0] in _LEADING_FILLER:
+    while drop_filler and len(words) > 1 and words[0] in _LEADING_FILLER:
         words = words[1:]
     name = ""
     for word in words:
