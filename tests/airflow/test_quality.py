@@ -28,6 +28,7 @@ from fillpdf_provider.quality import (
     run_check,
     schema_check,
 )
+from kits.formkit import Spec, build_form
 
 INCLUDE = Path(__file__).resolve().parents[2] / "include"
 FORM = INCLUDE / "sample_form.pdf"
@@ -104,6 +105,22 @@ def test_sample_rows_pass(form: Template, dated: list[Field], tmp_path: Path) ->
     pq.write_table(pa.Table.from_pandas(sample_rows(), preserve_index=False), parquet)
     assert input_rows_check(parquet, form).success
     assert input_rows_check(ROWS, dated).success  # every date_of_birth is YYYY-MM-DD
+
+
+def test_options_the_form_spells_with_spaces_pass_as_inspect_lists_them(tmp_path: Path) -> None:
+    """A radio on-state "Yes " (trailing space) is what inspect offers and fill takes."""
+    odd = Template(
+        build_form(
+            [Spec("answer", "radio", (40, 650, 200, 666), options=["Yes ", " No"],
+                  with_appearance=True)]
+        )
+    )  # fmt: skip
+    rows = tmp_path / "rows.csv"
+    rows.write_text('answer\n"Yes "\n" No"\nno\n', encoding="utf-8")
+    report = input_rows_check(rows, odd)
+    assert report.success, report.summary()
+    rows.write_text("answer\nmaybe\n", encoding="utf-8")
+    assert not input_rows_check(rows, odd).success
 
 
 def test_case_spaces_and_typed_cells_are_taken_as_the_filler_takes_them(form: Template) -> None:

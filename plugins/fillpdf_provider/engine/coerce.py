@@ -58,17 +58,31 @@ def to_text(cell: object, date_format: str | None = None) -> str:
 
 
 def to_option(cell: object, options: tuple[str, ...], field_name: str) -> str:
-    text = to_text(cell).strip()
-    if text in options:
-        return text
-    folded = {o.casefold(): o for o in options}
-    if text.casefold() in folded:
-        return folded[text.casefold()]
+    """The option ``cell`` names: exactly as the form spells it (spaces, ``#``, accents and
+    all), else the one option it names but for spaces around it or letter case, as a cell
+    typed by hand does."""
+    given = to_text(cell)
+    if given in options:
+        return given
+    text = given.strip()
+    for same in (
+        lambda o: o.strip() == text,
+        lambda o: o.strip().casefold() == text.casefold(),
+    ):
+        found = [o for o in options if same(o)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise FieldValueError(
+                field_name,
+                f"{given!r} could be any of {', '.join(repr(o) for o in found)}; "
+                "give the option exactly as fillpdf inspect lists it.",
+            )
     sole = _yes_for_sole_option(cell, text, options, field_name)
     if sole is not None:
         return sole
     shown = ", ".join(repr(o) for o in options[:12])
-    raise FieldValueError(field_name, f"{text!r} is not one of the options: {shown}.")
+    raise FieldValueError(field_name, f"{given!r} is not one of the options: {shown}.")
 
 
 def _yes_for_sole_option(

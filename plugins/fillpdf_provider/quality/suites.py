@@ -244,7 +244,7 @@ def _field_expectations(s: SuiteBuilder, column: str, f: Field) -> None:
         )
     elif f.type in ("radio", "choice"):
         options = list(f.options or ())
-        allowed = {o.lower() for o in options}
+        allowed = {o.strip().lower() for o in options}  # as the frame reads cells: trimmed
         shown = ", ".join(repr(o) for o in options[:SHOWN_OPTIONS])
         shown += ", ..." if len(options) > SHOWN_OPTIONS else ""
         fix = f"Use one of {shown} (any case), or leave the cell empty."
