@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,53 @@ def test_the_idempotent_answer_is_recorded_with_the_conversion(db: Engine) -> No
     with db.connect() as conn:
         stored = conn.execute(select(idempotency)).one()
     assert stored.done and stored.body == b'{"ok": true}'
+
+
+# --------------------------------------------------------------------------- skewed clocks
+
+
+@pytest.fixture
+def shared_db(database_url: str) -> Iterator[Engine]:
+    """The database two hosts share (SQLite and PostgreSQL)."""
+    engine = make_engine(database_url)
+    create_schema(engine)
+    with engine.begin() as conn:  # the module's database: each test starts with no servers
+        conn.execute(instances.delete())
+        conn.execute(reservations.delete())
+    yield engine
+    engine.dispose()
+
+
+@contextmanager
+def host_clock(skew: float) -> Iterator[None]:
+    """This process's clock ``skew`` seconds off, as another host's may be."""
+    real = time.time
+    time.time = lambda: real() + skew  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time.time = real  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("skew", [-120.0, 120.0])
+def test_a_live_server_on_a_host_whose_clock_is_off_is_not_taken_for_dead(
+    shared_db: Engine, folders: tuple[Path, Path], skew: float
+) -> None:
+    """Heartbeats are written and judged on the database's clock, not each host's."""
+    far = recovery.Instance("srv_00000000000000cc", "another-host", 4242, None)
+    with host_clock(skew):  # the far host's clock is two minutes off
+        recovery.register(shared_db, far)
+        recovery.heartbeat(shared_db, far)
+    me = recovery.Instance.of_this_process()
+    recovery.register(shared_db, me)
+    caller = _caller(shared_db)
+    assert billing.reserve(shared_db, caller, 4, time.time(), "conv_" + "d" * 24, far.id)
+    for clock in (0.0, -skew):  # this host judges on its own clock, right or off too
+        with host_clock(clock):
+            assert recovery.dead_instances(shared_db, me) == set()
+            assert recovery.owner_alive(shared_db, far.id, me)
+    assert recovery.recover(shared_db, me, *folders, scan_files=False).reservations == []
+    # a heartbeat that really stopped is still found, whatever the clocks say
+    _stale(shared_db, far)
+    assert recovery.dead_instances(shared_db, me) == {far.id}
+    assert not recovery.owner_alive(shared_db, far.id, me)

@@ -24,13 +24,16 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    cast,
     create_engine,
     event,
+    func,
     inspect,
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import ColumnElement
 
 metadata = MetaData()
 
@@ -186,3 +189,14 @@ def upsert(engine: Engine, table: Table) -> postgresql.Insert | sqlite.Insert:
     raise ValueError(
         f"Database {engine.dialect.name!r} is not supported; use SQLite or PostgreSQL."
     )
+
+
+def database_now(engine: Engine) -> ColumnElement[float]:
+    """The database's clock in seconds since the epoch, as a SQL expression.
+
+    Hosts' clocks drift apart; heartbeats written and judged on the one clock every server
+    shares can't make a live server look dead.
+    """
+    if engine.dialect.name == "postgresql":
+        return cast(func.extract("epoch", func.clock_timestamp()), Float)
+    return cast((func.julianday("now") - 2440587.5) * 86400.0, Float)

@@ -4,8 +4,9 @@ Each server process registers an *instance* and writes a heartbeat. Work in prog
 its instance: page reservations, idempotency claims, uploads (in their file names). An
 instance is dead when it is on this host and its process is gone (checked by pid and
 process start time, so a reused pid is not mistaken for it), or when its heartbeat is older
-than ``STALE_S`` (another host). The recovery pass, run at start and by the sweeper, gives
-back the pages of dead instances' reservations, frees their idempotency claims, and deletes
+than ``STALE_S`` (another host; heartbeats are written and judged on the database's clock,
+which every host shares). The recovery pass, run at start and by the sweeper, gives back
+the pages of dead instances' reservations, frees their idempotency claims, and deletes
 files no conversion owns: conversions that were never recorded, half-written temporary
 files, uploads. It logs what it did.
 """
@@ -26,7 +27,13 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
 from fillpdf_provider.service import billing
-from fillpdf_provider.service.db import conversions, idempotency, instances, reservations
+from fillpdf_provider.service.db import (
+    conversions,
+    database_now,
+    idempotency,
+    instances,
+    reservations,
+)
 from fillpdf_provider.service.logs import log
 
 HEARTBEAT_S = 5.0
@@ -101,7 +108,6 @@ def _alive_here(pid: int, process_start: str | None) -> bool:
 
 
 def register(engine: Engine, me: Instance) -> None:
-    wall = time.time()
     with engine.begin() as conn:
         conn.execute(
             instances.insert().values(
@@ -109,8 +115,8 @@ def register(engine: Engine, me: Instance) -> None:
                 host=me.host,
                 pid=me.pid,
                 process_start=me.process_start,
-                started_at=wall,
-                heartbeat_at=wall,
+                started_at=time.time(),
+                heartbeat_at=database_now(engine),
             )
         )
 
@@ -119,7 +125,9 @@ def heartbeat(engine: Engine, me: Instance) -> None:
     """Say this instance is up; register again if another host took it for dead."""
     with engine.begin() as conn:
         found = conn.execute(
-            update(instances).where(instances.c.id == me.id).values(heartbeat_at=time.time())
+            update(instances)
+            .where(instances.c.id == me.id)
+            .values(heartbeat_at=database_now(engine))
         ).rowcount
     if not found:
         log(logging.WARNING, "this server was taken for dead; registering again", id=me.id)
@@ -144,14 +152,17 @@ def unregister(engine: Engine, me: Instance, files_dir: Path, uploads_dir: Path)
 
 
 def dead_instances(engine: Engine, me: Instance) -> set[str]:
-    stale = time.time() - STALE_S
+    """Other instances that are gone: on this host by the process table, elsewhere by a
+    heartbeat older than ``STALE_S`` on the database's clock (hosts' own clocks differ)."""
     with engine.connect() as conn:
-        rows = conn.execute(select(instances).where(instances.c.id != me.id)).all()
+        rows = conn.execute(
+            select(instances, database_now(engine).label("now")).where(instances.c.id != me.id)
+        ).all()
     dead = set()
-    for row in rows:  # on this host the process table decides; elsewhere the heartbeat
+    for row in rows:
         here = row.host == me.host
         if (here and not _alive_here(row.pid, row.process_start)) or (
-            not here and row.heartbeat_at < stale
+            not here and row.heartbeat_at < row.now - STALE_S
         ):
             dead.add(row.id)
     return dead
@@ -164,12 +175,14 @@ def owner_alive(engine: Engine, owner: str | None, me: Instance) -> bool:
     if owner == me.id:
         return True
     with engine.connect() as conn:
-        row = conn.execute(select(instances).where(instances.c.id == owner)).first()
+        row = conn.execute(
+            select(instances, database_now(engine).label("now")).where(instances.c.id == owner)
+        ).first()
     if row is None:
         return False
     if row.host == me.host:
         return _alive_here(row.pid, row.process_start)
-    return bool(row.heartbeat_at >= time.time() - STALE_S)
+    return bool(row.heartbeat_at >= row.now - STALE_S)
 
 
 def _clear(engine: Engine, owners: set[str]) -> Recovered:
