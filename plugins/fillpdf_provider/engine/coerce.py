@@ -65,11 +65,10 @@ def to_option(cell: object, options: tuple[str, ...], field_name: str) -> str:
     if given in options:
         return given
     text = given.strip()
-    for same in (
-        lambda o: o.strip() == text,
-        lambda o: o.strip().casefold() == text.casefold(),
+    for found in (
+        [o for o in options if o.strip() == text],
+        [o for o in options if o.strip().casefold() == text.casefold()],
     ):
-        found = [o for o in options if same(o)]
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
