@@ -19,6 +19,7 @@ import pytest
 
 from fillpdf_provider.engine import FieldValueError, Fit, Template, TextOverflowError
 from fillpdf_provider.engine.batch import fill_rows
+from kits.formkit import Spec, build_form
 
 SAMPLE = Path(__file__).resolve().parents[2] / "include" / "sample_form.pdf"
 LONG_LINE = "W" * 200  # the 300 pt signature line holds about 78 at 4 pt
@@ -118,3 +119,25 @@ def test_by_default_the_batch_records_an_overflowing_row_as_failed(
     manifest = pq.read_table(tmp_path / "out" / "manifest.parquet").to_pylist()
     assert manifest[1]["status"] == "error" and "'signature'" in manifest[1]["error"]
     assert not (tmp_path / "out" / "2.pdf").exists()
+
+
+def test_a_choice_too_long_for_its_box_shows_its_start_at_its_own_size() -> None:
+    """A combo's option is the form's own text: never refused; it shows from its start at
+    the field's size, cut at the box's edge as a viewer's combo box shows it, and is
+    reported as cut."""
+    long_option = "Bachelor of Science in Mechanical and Aerospace Engineering " * 3
+    pdf = build_form(
+        [Spec("degree", "combo", (40, 700, 160, 716), options=["None", long_option],
+              da="/Helv 10 Tf 0 g")]
+    )  # fmt: skip
+    form = Template(pdf)
+    for policy in ("error", "shrink", "truncate"):
+        result = form.fill_result({"degree": long_option}, fit=Fit(policy))
+        assert result.cut == ("degree",), policy
+        with pdfplumber.open(io.BytesIO(form.fill({"degree": long_option}, flatten=True))) as doc:
+            chars = doc.pages[0].chars
+        drawn = "".join(c["text"] for c in chars)
+        assert len(drawn) >= 10 and long_option.startswith(drawn), drawn
+        assert {round(c["size"]) for c in chars} == {10}  # the field's own size, not 4 pt
+        assert max(c["x1"] for c in chars) <= 160 + 0.5  # cut at the box's edge
+    assert form.fill_result({"degree": "None"}).cut == ()

@@ -125,3 +125,19 @@ def test_a_refusal_counts_every_value_as_not_visible() -> None:
     assert summary["refused"] == 3
     assert summary["text"]["pct"] == 0.0 and summary["buttons"]["pct"] == 0.0
     assert wild_eval.gate_failures(summary)
+
+
+@pytest.mark.parametrize(
+    ("seen", "expected", "counts"),
+    [
+        ("Bachelorof", ["Bachelor of Science"], True),  # the start, cut at the edge
+        ("B", ["Bachelor of Science"], True),  # a narrow box shows little
+        ("", ["Bachelor of Science"], False),  # nothing drawn
+        ("Science", ["Bachelor of Science"], False),  # not its start
+        ("BachelorofScience", ["Bachelor of Science"], False),  # whole: no cut to excuse
+    ],
+)
+def test_a_combo_value_cut_at_the_box_edge_counts_as_shown(
+    seen: str, expected: list[str], counts: bool
+) -> None:
+    assert wild_eval.cut_at_edge(seen, expected) is counts

@@ -117,8 +117,9 @@ class _Row:
     @property
     def option_fit(self) -> Fit:
         """A choice shows one of the form's own options: one too long for its box is the
-        form's doing, not the row's, so it is cut at the minimum size (as a viewer's combo
-        box cuts it) and reported, never refused."""
+        form's doing, not the row's, so it is drawn from its start at the field's own size
+        and cut at the box's edge, as a viewer's combo box shows it, and reported, never
+        refused (it shrinks first where the minimum size holds it whole)."""
         return _option_fit(self.fit.min_size)
 
     def add(self, body: bytes) -> int:
@@ -811,7 +812,7 @@ _DEFAULT_FIT = Fit()
 
 @cache
 def _option_fit(min_size: float) -> Fit:
-    return Fit("shrink", min_size)
+    return Fit("truncate", min_size)
 
 
 def _int(value: object, default: int) -> int:
