@@ -10,9 +10,13 @@ the same Idempotency-Key is answered at once.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -299,3 +303,69 @@ def _multipart(pdf: bytes) -> tuple[bytes, str]:
         + f"\r\n--{boundary}--\r\n".encode()
     )
     return body, boundary
+
+
+# --------------------------------------------------------------------------- kill -9 under load
+
+KILLS = 10
+#: Pages of the conversion each kill lands in: long enough to be converting when it does.
+KILL_PAGES = 60
+#: Seconds after kill -9 by which no process of the server's tree may be left, busy machine
+#: or not: the children die with the service by construction, not when they notice.
+GONE_UNDER_LOAD_S = 5.0
+
+
+@contextlib.contextmanager
+def cpu_hogs() -> Iterator[None]:
+    """A busy loop on every core, as on a loaded machine where timing races go wrong."""
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 2)
+    ]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kill_9_under_load_leaves_no_process_of_the_server_behind(
+    database_url: str, data_dir: Path, workers: int
+) -> None:
+    """Ten times: a conversion in flight, every core busy, kill -9; 5 s later nothing of
+    the server's tree runs (fork server, resource tracker, children). Then a restart
+    converts again with no other conversion running beside it."""
+    key = None
+    killed: list[psutil.Process] = []
+    form = flat_form(KILL_PAGES)
+    with cpu_hogs():
+        for attempt in range(KILLS):
+            server = start_server(data_dir, database_url, workers=workers)
+            try:
+                key = key or server.create_key("scale")
+                flight = _InFlight(server, key, form, 1)
+                flight.start()
+                _wait_until_converting(server, 1)
+                tree = _tree(server)
+                killed.extend(tree)
+                server.process.send_signal(signal.SIGKILL)
+                server.process.wait(10)
+                deadline = time.monotonic() + GONE_UNDER_LOAD_S
+                while _running(tree) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                survivors = [f"{p.pid} {p.cmdline()[:3]}" for p in _running(tree)]
+                assert not survivors, f"kill {attempt + 1}: alive 5 s after kill -9: {survivors}"
+                flight.join(30)
+            finally:
+                server.stop()
+    restarted = start_server(data_dir, database_url, workers=workers)
+    try:
+        assert key is not None
+        with restarted.client(key, timeout=120) as client:
+            done = client.post("/v1/convert", files={"file": ("f.pdf", flat_form(2))})
+        assert done.status_code == 200, done.text
+        assert not _running(killed)  # nothing of a killed server converts beside it
+    finally:
+        restarted.stop()

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import math
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -26,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from fillpdf_provider.service import isolation
+from fillpdf_provider.service import fork_server_guard, isolation
 from fillpdf_provider.service.errors import ApiError
 from fillpdf_provider.service.isolation import EngineFailure
 
@@ -366,7 +367,19 @@ class EnginePool:
 
     async def warm_up(self) -> None:
         """Start the fork server and one fill worker now, not on the first request."""
+        self.start_fork_server()
         self._idle.append(await self._start_worker())
+
+    def start_fork_server(self) -> None:
+        """Start the fork server from this thread, the server's main one, so that it dies
+        with the server (``fork_server_guard``): Linux kills a process whose parent
+        *thread* ends, and a worker thread may end any time."""
+        self._ctx()
+        os.environ[fork_server_guard.PARENT_VARIABLE] = str(os.getpid())
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            del os.environ[fork_server_guard.PARENT_VARIABLE]
 
     def close(self) -> None:
         """Stop every child at once (the service is shutting down)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import resource
 import signal
 from collections import OrderedDict
@@ -29,7 +30,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-PRELOAD = ["fillpdf_provider.engine.convert", "fillpdf_provider.engine.filler"]
+#: Imported by the fork server as it starts: the guard first, so it dies with the service.
+PRELOAD = [
+    "fillpdf_provider.service.fork_server_guard",
+    "fillpdf_provider.engine.convert",
+    "fillpdf_provider.engine.filler",
+]
 #: Compiled templates a fill worker keeps (a template holds its parsed PDF).
 WORKER_TEMPLATES = 16
 _PR_SET_PDEATHSIG = 1
@@ -49,15 +55,26 @@ class EngineFailure(Exception):
         return self.message
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """Ask Linux to kill this process when its parent exits (elsewhere: a no-op).
 
-    The parent of a child is the fork server, which exits when the service does; so no
-    child keeps running (or holding gigabytes) after the service is killed.
+    The service's fork server asks it of the service (``fork_server_guard``), and each
+    child of the fork server asks it of the fork server: kill -9 on the service takes the
+    whole tree down, however busy the machine. ``parent`` is the pid the parent had: if it
+    is gone already (it died before the request took), this process exits at once.
     """
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def die_with_fork_server() -> None:
+    """``die_with_parent`` for a child of the fork server, checked against its pid."""
+    from fillpdf_provider.service import fork_server_guard
+
+    die_with_parent(fork_server_guard.fork_server_pid)
 
 
 def limit(memory_bytes: int, cpu_seconds: float | None) -> None:
@@ -127,7 +144,7 @@ def convert_child(
 ) -> None:
     """Open ``upload``, report its pages, and convert it into ``output`` once told to go."""
     try:
-        die_with_parent()
+        die_with_fork_server()
         limit(memory, cpu)
         from fillpdf_provider.engine.convert import convert
         from fillpdf_provider.engine.files import write_atomic
@@ -171,7 +188,7 @@ def fill_child(
 ) -> None:
     """Fill a PDF the caller sent inline; the process is used once."""
     try:
-        die_with_parent()
+        die_with_fork_server()
         limit(memory, cpu)
         from fillpdf_provider.engine.filler import Template
 
@@ -191,7 +208,7 @@ def fill_worker(conn: Connection, memory: int) -> None:
     """
     try:
         try:
-            die_with_parent()
+            die_with_fork_server()
             limit(memory, None)
             from fillpdf_provider.engine.filler import Template
         except Exception as exc:  # no file read yet: the server's set-up, for its operator
