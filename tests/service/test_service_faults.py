@@ -20,7 +20,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -330,42 +332,59 @@ def cpu_hogs() -> Iterator[None]:
             hog.wait()
 
 
-@pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_under_load_leaves_no_process_of_the_server_behind(
-    database_url: str, data_dir: Path, workers: int
+    tmp_path: Path, pg_cluster: Any
 ) -> None:
-    """Ten times: a conversion in flight, every core busy, kill -9; 5 s later nothing of
-    the server's tree runs (fork server, resource tracker, children). Then a restart
-    converts again with no other conversion running beside it."""
+    """Ten times on SQLite and PostgreSQL, with 1 and 2 workers: a conversion in flight,
+    every core busy, kill -9; 5 s later nothing of the server's tree runs (fork server,
+    resource tracker, children). Then a restart converts again with no other conversion
+    running beside it. The four run side by side, so the machine is busy for less long."""
+    form = flat_form(KILL_PAGES)
+    lanes = [
+        (f"sqlite:///{tmp_path / 'sqlite-1.db'}", 1),
+        (f"sqlite:///{tmp_path / 'sqlite-2.db'}", 2),
+        (pg_cluster.new_database(f"kills_{next(_databases)}"), 1),
+        (pg_cluster.new_database(f"kills_{next(_databases)}"), 2),
+    ]
+    with cpu_hogs(), ThreadPoolExecutor(len(lanes)) as pool:
+        runs = [
+            pool.submit(_kill_again_and_again, tmp_path / f"lane-{n}", url, workers, form)
+            for n, (url, workers) in enumerate(lanes)
+        ]
+        failures = [str(run.exception()) for run in runs if run.exception() is not None]
+    assert not failures, "\n".join(failures)
+
+
+def _kill_again_and_again(data_dir: Path, database_url: str, workers: int, form: bytes) -> None:
+    """``KILLS`` kills of a converting server on one database, then a restart that converts."""
+    where = f"{database_url.split(':')[0]}, {workers} worker(s)"
     key = None
     killed: list[psutil.Process] = []
-    form = flat_form(KILL_PAGES)
-    with cpu_hogs():
-        for attempt in range(KILLS):
-            server = start_server(data_dir, database_url, workers=workers)
-            try:
-                key = key or server.create_key("scale")
-                flight = _InFlight(server, key, form, 1)
-                flight.start()
-                _wait_until_converting(server, 1)
-                tree = _tree(server)
-                killed.extend(tree)
-                server.process.send_signal(signal.SIGKILL)
-                server.process.wait(10)
-                deadline = time.monotonic() + GONE_UNDER_LOAD_S
-                while _running(tree) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                survivors = [f"{p.pid} {p.cmdline()[:3]}" for p in _running(tree)]
-                assert not survivors, f"kill {attempt + 1}: alive 5 s after kill -9: {survivors}"
-                flight.join(30)
-            finally:
-                server.stop()
+    for attempt in range(KILLS):
+        server = start_server(data_dir, database_url, workers=workers)
+        try:
+            key = key or server.create_key("scale")
+            flight = _InFlight(server, key, form, 1)
+            flight.start()
+            _wait_until_converting(server, 1)
+            tree = _tree(server)
+            killed.extend(tree)
+            server.process.send_signal(signal.SIGKILL)
+            server.process.wait(10)
+            deadline = time.monotonic() + GONE_UNDER_LOAD_S
+            while _running(tree) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            survivors = [f"{p.pid} {p.cmdline()[:3]}" for p in _running(tree)]
+            assert not survivors, f"{where}, kill {attempt + 1}: alive 5 s later: {survivors}"
+            flight.join(30)
+        finally:
+            server.stop()
     restarted = start_server(data_dir, database_url, workers=workers)
     try:
         assert key is not None
         with restarted.client(key, timeout=120) as client:
             done = client.post("/v1/convert", files={"file": ("f.pdf", flat_form(2))})
-        assert done.status_code == 200, done.text
-        assert not _running(killed)  # nothing of a killed server converts beside it
+        assert done.status_code == 200, f"{where}: {done.text}"
+        assert not _running(killed), where  # nothing of a killed server converts beside it
     finally:
         restarted.stop()
