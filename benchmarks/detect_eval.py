@@ -675,38 +675,44 @@ def generic_name(name: str, label: str | None) -> bool:
     return not (words and words[0] == found.group(1))
 
 
-def printed_near(flat: bytes, schema: Sequence[dict[str, Any]]) -> list[bool]:
-    """Whether text is printed near each schema entry (see ``NEAR_LEFT``...): a label, a
-    column header or a row label a name could come from. Read with PDFium's text runs."""
+#: A run of printed text on a page: ``(left, bottom, right, top)`` in PDF user space.
+TextRun = tuple[float, float, float, float]
+
+
+def text_runs(flat: bytes) -> dict[int, list[TextRun]]:
+    """Each page's runs of printed words (PDFium's text rectangles; signs and box glyphs
+    left out): read once per form, for every mode's names."""
     import pypdfium2 as pdfium
 
-    result = [False] * len(schema)
-    by_page: dict[int, list[int]] = {}
-    for index, entry in enumerate(schema):
-        if entry.get("rect") and entry.get("page") is not None:
-            by_page.setdefault(int(entry["page"]), []).append(index)
+    runs: dict[int, list[TextRun]] = {}
     doc = pdfium.PdfDocument(flat)
     try:
-        for page_index, indexes in by_page.items():
-            if page_index >= len(doc):
-                continue
+        for page_index in range(len(doc)):
             page = doc[page_index]
             text = page.get_textpage()
-            runs = []
+            found = runs[page_index] = []
             for i in range(text.count_rects()):
                 left, bottom, right, top = text.get_rect(i)
                 if any(c.isalnum() for c in text.get_text_bounded(left, bottom, right, top)):
-                    runs.append((left, bottom, right, top))  # words, not box glyphs
-            for index in indexes:
-                result[index] = any(_near(run, schema[index]["rect"]) for run in runs)
+                    found.append((left, bottom, right, top))
             text.close()
             page.close()
     finally:
         doc.close()
-    return result
+    return runs
 
 
-def _near(run: tuple[float, float, float, float], rect: Sequence[float]) -> bool:
+def printed_near(runs: dict[int, list[TextRun]], schema: Sequence[dict[str, Any]]) -> list[bool]:
+    """Whether text is printed near each schema entry (see ``NEAR_LEFT``...): a label, a
+    column header or a row label a name could come from."""
+    return [
+        bool(entry.get("rect"))
+        and any(_near(run, entry["rect"]) for run in runs.get(int(entry.get("page") or 0), ()))
+        for entry in schema
+    ]
+
+
+def _near(run: TextRun, rect: Sequence[float]) -> bool:
     left, bottom, right, top = run
     x0, y0, x1, y1 = rect
     middle = (bottom + top) / 2
@@ -717,10 +723,12 @@ def _near(run: tuple[float, float, float, float], rect: Sequence[float]) -> bool
     return on_line or above or below
 
 
-def generic_name_stats(flat: bytes, schema: Sequence[dict[str, Any]]) -> tuple[int, int, list[str]]:
-    """``(generic, near_text, examples)``: of the entries with text printed near them, how
-    many have a generic name, and those names."""
-    near = printed_near(flat, schema)
+def generic_name_stats(
+    runs: dict[int, list[TextRun]], schema: Sequence[dict[str, Any]]
+) -> tuple[int, int, list[str]]:
+    """``(generic, near_text, examples)``: of the entries with text printed near them (the
+    form's ``text_runs``), how many have a generic name, and those names."""
+    near = printed_near(runs, schema)
     generic = [
         str(entry["name"])
         for entry, seen in zip(schema, near, strict=True)
@@ -1021,6 +1029,7 @@ def evaluate_form(
     plumber = min(plumber_seconds(flat) for _ in range(max(1, repeat)))
     summary["pdfplumber_s_per_page"] = plumber / pages
     evaluation = FormEval(summary, gt if keep or draw_dir else [], flat if keep else b"")
+    runs = text_runs(flat)
     for mode in modes:
         result: Any = None
         error = trace = None
@@ -1047,7 +1056,7 @@ def evaluate_form(
         matches, figures = detection_figures(gt, det, ink)
         derived, labelled, _misses = label_name_stats(schema)
         dups = duplicate_names(schema)
-        generic, near_text, _names = generic_name_stats(flat, schema)
+        generic, near_text, _names = generic_name_stats(runs, schema)
         summary["modes"][mode] = {
             "error": error,
             "traceback": trace,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,20 @@ def odd_form(kind: str) -> bytes:
     )
 
 
+def odd_form_file(kind: str, folder: Path) -> Path:
+    """``odd_form(kind)`` written to ``folder``, for the CLI."""
+    pdf = folder / "form.pdf"
+    pdf.write_bytes(odd_form(kind))
+    return pdf
+
+
+def fill(pdf: Path, values: dict[str, str], out: Path) -> subprocess.CompletedProcess[str]:
+    """``fillpdf fill`` with ``values`` as its JSON file."""
+    path = out.with_name("values.json")
+    path.write_text(json.dumps(values), encoding="utf-8")
+    return run("fill", pdf, "--values", path, "-o", out)
+
+
 def inspected(pdf: Path) -> dict[str, dict[str, object]]:
     done = run("inspect", pdf, "--json")
     assert done.returncode == 0, done.stderr
@@ -52,8 +67,7 @@ def inspected(pdf: Path) -> dict[str, dict[str, object]]:
 @pytest.mark.parametrize("kind", KINDS)
 def test_inspect_lists_the_names_as_the_form_has_them(kind: str, tmp_path: Path) -> None:
     text, radio, choice = KINDS[kind]
-    pdf = tmp_path / "form.pdf"
-    pdf.write_bytes(odd_form(kind))
+    pdf = odd_form_file(kind, tmp_path)
     fields = inspected(pdf)
     assert set(fields) == {text, "answer", "pick"}
     assert fields["answer"]["options"] == radio
@@ -63,14 +77,11 @@ def test_inspect_lists_the_names_as_the_form_has_them(kind: str, tmp_path: Path)
 @pytest.mark.parametrize("kind", KINDS)
 def test_fill_takes_every_option_inspect_offers(kind: str, tmp_path: Path) -> None:
     text, radio, choice = KINDS[kind]
-    pdf = tmp_path / "form.pdf"
-    pdf.write_bytes(odd_form(kind))
+    pdf = odd_form_file(kind, tmp_path)
     fields = inspected(pdf)
     for radio_option, choice_option in zip(radio, choice, strict=False):
-        values = {text: "Ada", "answer": radio_option, "pick": choice_option}
-        (tmp_path / "values.json").write_text(json.dumps(values), encoding="utf-8")
         out = tmp_path / "filled.pdf"
-        done = run("fill", pdf, "--values", tmp_path / "values.json", "-o", out)
+        done = fill(pdf, {text: "Ada", "answer": radio_option, "pick": choice_option}, out)
         assert done.returncode == 0, (radio_option, done.stderr)
         stored = formedit.stored_values(out.read_bytes())
         assert stored["answer"] == NameObject("/" + radio_option)
@@ -85,8 +96,7 @@ def test_fill_takes_every_option_inspect_offers(kind: str, tmp_path: Path) -> No
 @pytest.mark.parametrize("kind", KINDS)
 def test_batch_takes_every_option_from_a_csv(kind: str, tmp_path: Path) -> None:
     text, radio, choice = KINDS[kind]
-    pdf = tmp_path / "form.pdf"
-    pdf.write_bytes(odd_form(kind))
+    pdf = odd_form_file(kind, tmp_path)
     rows = tmp_path / "rows.csv"
     with rows.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, quoting=csv.QUOTE_ALL)  # a cell keeps its spaces
@@ -120,13 +130,11 @@ def test_a_value_two_options_could_be_is_refused_naming_both(tmp_path: Path) -> 
         )
     )  # fmt: skip
     for exact in ("Yes", "Yes "):
-        (tmp_path / "values.json").write_text(json.dumps({"answer": exact}), encoding="utf-8")
-        done = run("fill", pdf, "--values", tmp_path / "values.json", "-o", tmp_path / "o.pdf")
+        done = fill(pdf, {"answer": exact}, tmp_path / "o.pdf")
         assert done.returncode == 0, done.stderr
         assert formedit.stored_values((tmp_path / "o.pdf").read_bytes())["answer"] == (
             NameObject("/" + exact)
         )
-    (tmp_path / "values.json").write_text(json.dumps({"answer": " yes"}), encoding="utf-8")
-    done = run("fill", pdf, "--values", tmp_path / "values.json", "-o", tmp_path / "o.pdf")
+    done = fill(pdf, {"answer": " yes"}, tmp_path / "o.pdf")
     assert done.returncode == 1
     assert "could be any of 'Yes', 'Yes '" in done.stderr

@@ -38,6 +38,7 @@ from benchmarks.detect_eval import (
     output_widgets,
     overall,
     score,
+    text_runs,
 )
 from fillpdf_provider.engine.schema import Field
 from kits.flatkit import FlatPage, one_page
@@ -349,7 +350,7 @@ def test_generic_name_stats_count_fields_with_text_near_them() -> None:
         {"name": "text_2", "label": None, "page": 0, "rect": [72, 300, 200, 320]},  # far off
         {"name": "text_3", "label": None, "page": 0, "rect": [330, 495, 400, 510]},  # signs
     ]
-    assert generic_name_stats(flat, schema) == (1, 2, ["text"])
+    assert generic_name_stats(text_runs(flat), schema) == (1, 2, ["text"])
 
 
 # --------------------------------------------------------------------------- end to end

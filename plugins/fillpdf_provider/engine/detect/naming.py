@@ -14,6 +14,7 @@ Everything works in the reader's top-down page space, on the fields already chos
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -168,18 +169,18 @@ def _name_table(
     rows = _row_keys(columns, cells)
     headers = [_header(cells[column[0]].box, labels) for column in columns]
     row_labels = _row_labels(columns, cells, rows, labels)
-    members = [i for column in columns for i in column]
-    own_names = [snake(own[i]) for i in members]
-    shared = {n for n in own_names if n and own_names.count(n) > 1}
+    own_names = {i: snake(own[i]) for column in columns for i in column}
+    counts = Counter(own_names.values())
+    # a row's label is read by every cell of a row of several: no cell's own
+    row_names = [snake(r) for r in row_labels] if row_labels and len(columns) > 1 else None
     named: dict[int, CellName] = {}
     for column, header in zip(columns, headers, strict=True):
+        header_name = snake(header)
         for i in column:
             row = rows[_row_key(cells[i])]
-            mine = snake(own[i])
-            taken = {snake(header)}
-            if row_labels is not None and len(columns) > 1:
-                taken.add(snake(row_labels[row]))  # the row's label, read for every cell
-            if mine and mine not in shared and not any(_same_text(mine, t) for t in taken):
+            mine = own_names[i]
+            taken = [header_name, row_names[row]] if row_names else [header_name]
+            if mine and counts[mine] == 1 and not any(_same_text(mine, t) for t in taken):
                 continue  # a label of its own, printed for this cell alone
             if row_labels is not None:
                 row_label = row_labels[row]
