@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""The service of this checkout against another one, on this machine, in alternating rounds.
+"""The service of this checkout against another one and against a bare FastAPI endpoint,
+on this machine, in alternating rounds.
 
 Throughput on a shared 2-core machine drifts by a third from one minute to the next, so a
 figure from another day says little about a change. This starts ``fillpdf serve
---workers 2`` from the baseline's source and from this checkout in turn, ``--rounds``
-times, and drives each with the same load: ``POST /v1/fill`` by conversion id or
-``GET /v1/account``, 8 concurrent connections. It prints each round and the ratio of the
-medians (this checkout / baseline). Make a baseline with ``git worktree``::
+--workers 2`` from the baseline's source, from this checkout, and ``benchmarks/bare_app.py``
+on the same uvicorn settings, in turn, ``--rounds`` times, and drives each with the same
+load: ``POST /v1/fill`` by conversion id or ``GET /v1/account``, 8 concurrent connections.
+It prints each round (requests/s, p50 and p99 latency) and the ratios of the medians: this
+checkout / baseline, this checkout / bare, and p99 this / bare. Make a baseline with
+``git worktree``::
 
     git worktree add /tmp/baseline <commit>
     .venv/bin/python benchmarks/service_ab.py --baseline /tmp/baseline [--rounds 3]
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -32,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.service_bench import serve_uvicorn_settings, start_bare  # noqa: E402
 from fillpdf_provider.service import keys  # noqa: E402
 from fillpdf_provider.service.db import create_schema, make_engine  # noqa: E402
 from kits.servicekit import flat_form, free_port  # noqa: E402
@@ -57,8 +62,18 @@ def _serve(source: Path | None, data: Path, port: int, log: Path) -> subprocess.
     return subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
 
 
-def one_round(source: Path | None, what: str, requests: int) -> float:
-    """Requests per second of one fresh server built from ``source`` (None: this checkout)."""
+@dataclass
+class Round:
+    rate: float
+    """Requests per second."""
+    p50_ms: float
+    p99_ms: float
+    pdf: bytes = b""
+    """A filled PDF the server answered (fill rounds), for the bare app to return."""
+
+
+def one_round(source: Path | None, what: str, requests: int) -> Round:
+    """One fresh server built from ``source`` (None: this checkout) under load."""
     with tempfile.TemporaryDirectory() as folder:
         data, port = Path(folder) / "data", free_port()
         server = _serve(source, data, port, Path(folder) / "server.log")
@@ -92,22 +107,47 @@ def one_round(source: Path | None, what: str, requests: int) -> float:
             server.wait(60)
 
 
-async def _drive(base: str, headers: dict[str, str], what: str, body: dict, requests: int) -> float:
+def bare_round(what: str, requests: int, pdf: bytes) -> Round:
+    """The bare app (no database, auth or middleware) answering ``pdf`` under the same load."""
+    with tempfile.TemporaryDirectory() as folder:
+        port = free_port()
+        bare = start_bare(Path(folder), pdf, serve_uvicorn_settings(2, port))
+        try:
+            return asyncio.run(_drive(bare.base_url, {}, what, {"values": {}}, requests))
+        finally:
+            bare.stop()
+
+
+async def _drive(base: str, headers: dict[str, str], what: str, body: dict, requests: int) -> Round:
+    latencies: list[float] = []
+    answered = b""
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
 
-        async def send(count: int) -> None:
+        async def send(count: int, timed: bool) -> None:
+            nonlocal answered
             for _ in range(count):
+                started = time.perf_counter()
                 if what == "fill":
                     response = await client.post("/v1/fill", json=body)
                 else:
                     response = await client.get("/v1/account")
                 if response.status_code != 200:
                     raise RuntimeError(f"{response.status_code}: {response.text[:200]}")
+                if timed:
+                    latencies.append(time.perf_counter() - started)
+                answered = response.content
 
-        await asyncio.gather(*[send(20) for _ in range(CONCURRENCY)])  # warm-up
+        await asyncio.gather(*[send(20, False) for _ in range(CONCURRENCY)])  # warm-up
         started = time.perf_counter()
-        await asyncio.gather(*[send(requests // CONCURRENCY) for _ in range(CONCURRENCY)])
-        return requests // CONCURRENCY * CONCURRENCY / (time.perf_counter() - started)
+        await asyncio.gather(*[send(requests // CONCURRENCY, True) for _ in range(CONCURRENCY)])
+        wall = time.perf_counter() - started
+    cuts = statistics.quantiles(latencies, n=100)
+    pdf = answered if what == "fill" else b""
+    return Round(len(latencies) / wall, cuts[49] * 1000, cuts[98] * 1000, pdf)
+
+
+def _median(rounds: dict[str, list[Round]], side: str, figure: str) -> float:
+    return statistics.median(getattr(r, figure) for r in rounds[side])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,16 +156,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per side (3)")
     parser.add_argument("--requests", type=int, default=3000, help="timed requests (3000)")
     parser.add_argument("--what", choices=("fill", "account", "both"), default="both")
+    parser.add_argument("--skip-bare", action="store_true", help="leave the bare app out")
     args = parser.parse_args(argv)
     for what in ("fill", "account") if args.what == "both" else (args.what,):
-        rates: dict[str, list[float]] = {"baseline": [], "this": []}
+        rounds: dict[str, list[Round]] = {"baseline": [], "this": [], "bare": []}
+        pdf = b""
         for number in range(1, args.rounds + 1):
-            for side, source in (("baseline", args.baseline), ("this", None)):
-                rate = one_round(source, what, args.requests)
-                rates[side].append(rate)
-                print(f"{what} round {number} {side:8} {rate:7.1f} requests/s", flush=True)
-        ratio = statistics.median(rates["this"]) / statistics.median(rates["baseline"])
-        print(f"{what}: this / baseline (medians) = {ratio:.2f}x", flush=True)
+            for side in rounds:
+                if side == "bare":
+                    if args.skip_bare:
+                        continue
+                    result = bare_round(what, args.requests, pdf)
+                else:
+                    result = one_round(args.baseline if side == "baseline" else None, what,
+                                       args.requests)  # fmt: skip
+                    pdf = result.pdf or pdf
+                rounds[side].append(result)
+                print(
+                    f"{what} round {number} {side:8} {result.rate:7.1f} requests/s, "
+                    f"p50 {result.p50_ms:6.2f} ms, p99 {result.p99_ms:7.2f} ms",
+                    flush=True,
+                )
+
+        ratio = _median(rounds, "this", "rate") / _median(rounds, "baseline", "rate")
+        print(f"{what}: this / baseline requests/s (medians) = {ratio:.2f}x", flush=True)
+        if rounds["bare"]:
+            rate = _median(rounds, "this", "rate") / _median(rounds, "bare", "rate")
+            p99 = _median(rounds, "this", "p99_ms") / _median(rounds, "bare", "p99_ms")
+            print(f"{what}: this / bare requests/s (medians) = {rate:.2f}x", flush=True)
+            print(f"{what}: this / bare p99 (medians) = {p99:.2f}x", flush=True)
     return 0
 
 

@@ -811,7 +811,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 Path(tmp) / "data",
                 args.database_url,
                 workers=args.workers,
-                env={"FILLPDF_SWEEP_INTERVAL": str(args.sweep_interval)},
+                # a production server: on the system clock, not the test kit's movable one
+                env={"FILLPDF_SWEEP_INTERVAL": str(args.sweep_interval), "FILLPDF_CLOCK_FILE": ""},
             )
         except Exception as exc:
             out(f"\nERROR: the server did not start: {_short(exc)}")

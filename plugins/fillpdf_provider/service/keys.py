@@ -42,7 +42,8 @@ class Caller:
     plan: Plan
 
 
-def _hash(secret: str) -> str:
+def secret_hash(secret: str) -> str:
+    """What is stored of a key's secret, and what a presented secret is compared by."""
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -75,7 +76,7 @@ def create_key(engine: Engine, account_id: str, now: float) -> tuple[str, str]:
             raise ValueError(f"No account {account_id!r}; `fillpdf keys list` shows them.")
         conn.execute(
             api_keys.insert().values(
-                id=key_id, account_id=account_id, secret_hash=_hash(secret), created_at=now
+                id=key_id, account_id=account_id, secret_hash=secret_hash(secret), created_at=now
             )
         )
     return key_id, f"fpk_{key_id}_{secret}"
@@ -96,7 +97,7 @@ def key_registered(engine: Engine, key: str) -> bool | None:
         ).first()
     if row is None:
         return False
-    return hmac.compare_digest(row.secret_hash, _hash(match["secret"])) or None
+    return hmac.compare_digest(row.secret_hash, secret_hash(match["secret"])) or None
 
 
 def register_key(engine: Engine, account_id: str, key: str, now: float) -> str:
@@ -109,7 +110,7 @@ def register_key(engine: Engine, account_id: str, key: str, now: float) -> str:
             api_keys.insert().values(
                 id=match["id"],
                 account_id=account_id,
-                secret_hash=_hash(match["secret"]),
+                secret_hash=secret_hash(match["secret"]),
                 created_at=now,
             )
         )
@@ -161,12 +162,17 @@ def plan_of(row: dict[str, object]) -> Plan:
     return PLANS[str(row["plan"])]
 
 
-def authenticate(db: Engine | Connection, authorization: str | None) -> Caller | None:
-    """The caller behind an ``Authorization: Bearer`` header, or None if it isn't valid."""
+def bearer_key(authorization: str | None) -> re.Match[str] | None:
+    """The key of an ``Authorization: Bearer fpk_...`` header, split into id and secret."""
     if not authorization:
         return None
     scheme, _, token = authorization.partition(" ")
-    match = KEY_PATTERN.match(token.strip()) if scheme.lower() == "bearer" else None
+    return KEY_PATTERN.match(token.strip()) if scheme.lower() == "bearer" else None
+
+
+def authenticate(db: Engine | Connection, authorization: str | None) -> Caller | None:
+    """The caller behind an ``Authorization: Bearer`` header, or None if it isn't valid."""
+    match = bearer_key(authorization)
     if match is None:
         return None
     if isinstance(db, Engine):
@@ -175,7 +181,7 @@ def authenticate(db: Engine | Connection, authorization: str | None) -> Caller |
     else:
         row = db.execute(_CALLER, {"key_id": match["id"]}).first()
     stored = row.secret_hash if row is not None else _DUMMY_HASH
-    valid = hmac.compare_digest(stored, _hash(match["secret"]))
+    valid = hmac.compare_digest(stored, secret_hash(match["secret"]))
     if row is None or not valid or row.revoked_at is not None:
         return None
     mapping = dict(row._mapping)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
@@ -49,11 +50,20 @@ async def start(service: Service, tasks: list[asyncio.Task[None]]) -> None:
     await anyio.to_thread.run_sync(lambda: _recover(service, scan_files=True))
     await service.pool.warm_up()
     tasks.append(asyncio.create_task(sweep_forever(service)))
+    tasks.append(asyncio.create_task(give_back_leases_forever(service)))
+    # What start-up made (modules, the app, its schema) lives as long as the process: out
+    # of the collector's sight, a full collection scans only what requests make, and the
+    # pauses it puts into answers stay short.
+    gc.freeze()
 
 
 def stop(service: Service) -> None:
     """Stop every child and give back what this server still holds."""
     service.pool.close()
+    try:
+        service.rates.give_back_expired(service.db, every=True)
+    except Exception:
+        logging.getLogger("fillpdf.service").exception("rate leases could not be given back")
     settings = service.settings
     left = recovery.unregister(
         service.db, service.instance, settings.files_dir, settings.uploads_dir
@@ -91,6 +101,17 @@ async def heartbeat_forever(service: Service) -> None:
             await anyio.to_thread.run_sync(recovery.heartbeat, service.db, service.instance)
         except Exception:
             logging.getLogger("fillpdf.service").exception("heartbeat failed; retrying")
+
+
+async def give_back_leases_forever(service: Service) -> None:
+    """Give back what rate leases left unused, so other processes can answer those
+    requests (ratelimit.py)."""
+    while True:
+        await asyncio.sleep(ratelimit.LEASE_S / 2)
+        try:
+            await anyio.to_thread.run_sync(service.rates.give_back_expired, service.db)
+        except Exception:
+            logging.getLogger("fillpdf.service").exception("rate leases: retrying")
 
 
 async def sweep_forever(service: Service) -> None:

@@ -1,13 +1,23 @@
 """Requests per key per minute, counted in the database so every server process agrees.
 
-A fixed one-minute window per key: each request adds one in a single ``INSERT ... ON
-CONFLICT DO UPDATE ... RETURNING``, and the count it gets back decides. Fifty requests at
-once against a limit of ten give exactly ten successes, whichever process serves them.
+A fixed one-minute window per key: a request adds one in a single ``INSERT ... ON CONFLICT
+DO UPDATE ... RETURNING``, and the count it gets back decides. Fifty requests at once
+against a limit of ten give exactly ten successes, whichever process serves them.
+
+Far from its limit, a key's requests need not each write: the write that counts one request
+also sets aside a lease, up to ``LEASE_MAX`` more requests (never more than a
+``LEASE_SHARE``-th of what is left), which this process then answers from memory. A lease is
+counted when it is taken, so no process can let a key past its limit. What a lease has not
+used after ``LEASE_S`` is given back, so near the limit, where leases shrink to nothing, a
+key gets every request it is owed. A server killed with ``kill -9`` cannot give its leases
+back: the key then has up to ``LEASE_MAX`` fewer requests until the minute ends.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import delete, text
@@ -23,7 +33,29 @@ _COUNT = text(
     " RETURNING count"
 )
 
+#: A refused request taken off the count again.
+_UNCOUNT = text(
+    "UPDATE rate_windows SET count = count - 1 WHERE key_id = :key_id"
+    " AND window_start = :window_start"
+)
+#: Plain SQL, as ``_COUNT``: more requests set aside for a lease, only if all fit the limit.
+_LEASE = text(
+    "UPDATE rate_windows SET count = count + :extra"
+    " WHERE key_id = :key_id AND window_start = :window_start AND count + :extra <= :limit"
+)
+#: A lease's unused requests, given back.
+_GIVE_BACK = text(
+    "UPDATE rate_windows SET count = count - :unused"
+    " WHERE key_id = :key_id AND window_start = :window_start AND count >= :unused"
+)
+
 WINDOW_S = 60
+#: Requests one lease may hold: one database write counts this many requests.
+LEASE_MAX = 64
+#: A lease takes at most this share of what a key has left (1/16).
+LEASE_SHARE = 16
+#: Seconds a lease is used before what is left of it goes back.
+LEASE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -53,19 +85,139 @@ def hit(db: Engine | Connection, key_id: str, limit: int | None, now: float) -> 
 
     On a ``Connection`` the count joins the caller's transaction, which commits it.
     """
-    window = int(now // WINDOW_S) * WINDOW_S
-    reset = window + WINDOW_S
+    if limit is None:
+        return unlimited(now)
+    window = window_of(now)
+    if isinstance(db, Engine):
+        with db.begin() as conn:
+            count = _count(conn, key_id, window, limit)
+    else:
+        count = _count(db, key_id, window, limit)
+    return _state(count, limit, now)
+
+
+def unlimited(now: float) -> RateState:
+    """The state of a key without a limit: nothing is counted."""
+    return _state(0, None, now)
+
+
+def window_of(now: float) -> int:
+    """The epoch second the window holding ``now`` starts."""
+    return int(now // WINDOW_S) * WINDOW_S
+
+
+def _count(conn: Connection, key_id: str, window: int, limit: int) -> int:
+    """The window's count with this request; a request past the limit is not kept in it,
+    so refused requests never take what a lease gives back."""
+    values = {"key_id": key_id, "window_start": window}
+    count = int(conn.execute(_COUNT, values).scalar_one())
+    if count > limit:
+        conn.execute(_UNCOUNT, values)
+    return count
+
+
+def _state(count: int, limit: int | None, now: float) -> RateState:
+    """What a request that made the window's count ``count`` is told."""
+    reset = window_of(now) + WINDOW_S
     retry_after = max(1, math.ceil(reset - now))
     if limit is None:
         return RateState(True, None, None, reset, retry_after)
-    values = {"key_id": key_id, "window_start": window}
-    if isinstance(db, Engine):
-        with db.begin() as conn:
-            count = int(conn.execute(_COUNT, values).scalar_one())
-    else:
-        count = int(db.execute(_COUNT, values).scalar_one())
-    allowed = count <= limit
-    return RateState(allowed, limit, max(0, limit - count), reset, retry_after)
+    return RateState(count <= limit, limit, max(0, limit - count), reset, retry_after)
+
+
+@dataclass
+class Lease:
+    """Requests of one key, in one window, this process may still answer without writing."""
+
+    window: int
+    left: int
+    count: int
+    """The window's count in the database when the lease was taken (the lease included)."""
+    taken_at: float
+    """``time.monotonic()`` when taken."""
+
+
+class Leases:
+    """This process's leases, one per key; the event loop takes from them, threads refill."""
+
+    def __init__(self, lease_s: float = LEASE_S) -> None:
+        self.lease_s = lease_s
+        self._leases: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key_id: str, limit: int | None, now: float) -> RateState | None:
+        """One request of ``key_id`` answered from its lease, or None if the database must
+        count it (no lease, an empty or old one, or another window)."""
+        if limit is None:
+            return unlimited(now)
+        window = window_of(now)
+        with self._lock:
+            lease = self._leases.get(key_id)
+            if (
+                lease is None
+                or lease.window != window
+                or lease.left <= 0
+                or time.monotonic() - lease.taken_at >= self.lease_s
+            ):
+                return None
+            lease.left -= 1
+            counted_as = lease.count - lease.left  # as if each request had been written
+        return _state(counted_as, limit, now)
+
+    def count(self, conn: Connection, key_id: str, limit: int | None, now: float) -> RateState:
+        """Count one request in the database, give back this key's old lease, and take a new
+        one if the key is far from its limit. Joins ``conn``'s transaction."""
+        if limit is None:
+            return unlimited(now)
+        window = window_of(now)
+        with self._lock:
+            old = self._leases.pop(key_id, None)
+        if old is not None and old.left > 0:
+            give_back(conn, key_id, old.window, old.left)
+        count = _count(conn, key_id, window, limit)
+        extra = min(LEASE_MAX, (limit - count) // LEASE_SHARE)
+        if extra > 0:
+            values = {"key_id": key_id, "window_start": window, "extra": extra, "limit": limit}
+            if conn.execute(_LEASE, values).rowcount == 1:
+                self._keep(key_id, Lease(window, extra, count + extra, time.monotonic()))
+        return _state(count, limit, now)
+
+    def _keep(self, key_id: str, lease: Lease) -> None:
+        with self._lock:
+            other = self._leases.get(key_id)  # taken meanwhile by another thread: both hold
+            if other is not None and other.window == lease.window:
+                lease.left += other.left
+                lease.count = max(lease.count, other.count)
+            self._leases[key_id] = lease
+
+    def expired(self, *, every: bool = False) -> list[tuple[str, Lease]]:
+        """Remove and return the leases past ``LEASE_S`` (``every``: all of them) that still
+        hold requests, to be given back."""
+        now = time.monotonic()
+        with self._lock:
+            done = [
+                (key_id, lease)
+                for key_id, lease in self._leases.items()
+                if every or now - lease.taken_at >= self.lease_s
+            ]
+            for key_id, _ in done:
+                del self._leases[key_id]
+        return [(key_id, lease) for key_id, lease in done if lease.left > 0]
+
+    def give_back_expired(self, engine: Engine, *, every: bool = False) -> int:
+        """Give back the unused requests of old leases (all leases with ``every``)."""
+        returned = self.expired(every=every)
+        if returned:
+            with engine.begin() as conn:
+                for key_id, lease in returned:
+                    give_back(conn, key_id, lease.window, lease.left)
+        return sum(lease.left for _, lease in returned)
+
+
+def give_back(conn: Connection, key_id: str, window: int, unused: int) -> None:
+    """Take ``unused`` leased requests off a window's count."""
+    values = {"key_id": key_id, "window_start": window, "unused": unused}
+    conn.execute(_GIVE_BACK, values)
 
 
 def forget_before(engine: Engine, now: float) -> int:

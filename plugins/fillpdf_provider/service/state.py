@@ -8,7 +8,8 @@ from typing import Any
 import anyio
 from starlette.requests import Request
 
-from fillpdf_provider.service import conversions, recovery
+from fillpdf_provider.service import conversions, ratelimit, recovery
+from fillpdf_provider.service.callers import CallerCache
 from fillpdf_provider.service.clock import iso
 from fillpdf_provider.service.db import create_schema, make_engine
 from fillpdf_provider.service.engine_pool import EnginePool
@@ -36,6 +37,8 @@ class Service:
             max_form_fields=settings.max_form_fields,
         )
         self._live: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self.callers = CallerCache()
+        self.rates = ratelimit.Leases()
 
     def now(self) -> float:
         return self.settings.clock.now()
