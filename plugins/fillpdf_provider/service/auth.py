@@ -32,10 +32,11 @@ def _authenticate_and_count(
         caller = authenticate(conn, authorization)
         if caller is None:
             return None, None
-        state = service.rates.count(
+        state, lease = service.rates.count(
             conn, caller.key_id, caller.plan.rate_limit_per_minute, service.now()
         )
         conn.commit()
+    service.rates.keep(caller.key_id, lease)
     service.callers.put(authorization, caller, read_at)
     return caller, state
 

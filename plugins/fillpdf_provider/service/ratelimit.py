@@ -164,11 +164,14 @@ class Leases:
             counted_as = lease.count - lease.left  # as if each request had been written
         return _state(counted_as, limit, now)
 
-    def count(self, conn: Connection, key_id: str, limit: int | None, now: float) -> RateState:
+    def count(
+        self, conn: Connection, key_id: str, limit: int | None, now: float
+    ) -> tuple[RateState, Lease | None]:
         """Count one request in the database, give back this key's old lease, and take a new
-        one if the key is far from its limit. Joins ``conn``'s transaction."""
+        one if the key is far from its limit. Joins ``conn``'s transaction: the new lease is
+        answered from only once the caller has committed it and passed it to ``keep``."""
         if limit is None:
-            return unlimited(now)
+            return unlimited(now), None
         window = window_of(now)
         with self._lock:
             old = self._leases.pop(key_id, None)
@@ -176,13 +179,17 @@ class Leases:
             give_back(conn, key_id, old.window, old.left)
         count = _count(conn, key_id, window, limit)
         extra = min(LEASE_MAX, (limit - count) // LEASE_SHARE)
+        lease = None
         if extra > 0:
             values = {"key_id": key_id, "window_start": window, "extra": extra, "limit": limit}
             if conn.execute(_LEASE, values).rowcount == 1:
-                self._keep(key_id, Lease(window, extra, count + extra, time.monotonic()))
-        return _state(count, limit, now)
+                lease = Lease(window, extra, count + extra, time.monotonic())
+        return _state(count, limit, now), lease
 
-    def _keep(self, key_id: str, lease: Lease) -> None:
+    def keep(self, key_id: str, lease: Lease | None) -> None:
+        """Answer from ``lease`` (from ``count``, now committed)."""
+        if lease is None:
+            return
         with self._lock:
             other = self._leases.get(key_id)  # taken meanwhile by another thread: both hold
             if other is not None and other.window == lease.window:
