@@ -54,6 +54,7 @@ async def start(service: Service, tasks: list[asyncio.Task[None]]) -> None:
     # What start-up made (modules, the app, its schema) lives as long as the process: out
     # of the collector's sight, a full collection scans only what requests make, and the
     # pauses it puts into answers stay short.
+    gc.collect()  # garbage frozen now would never be freed
     gc.freeze()
 
 

@@ -143,6 +143,7 @@ class Leases:
     def __init__(self, lease_s: float = LEASE_S) -> None:
         self.lease_s = lease_s
         self._leases: dict[str, Lease] = {}
+        self._returns: list[tuple[str, Lease]] = []  # unused requests to give back
         self._lock = threading.Lock()
 
     def take(self, key_id: str, limit: int | None, now: float) -> RateState | None:
@@ -167,16 +168,17 @@ class Leases:
     def count(
         self, conn: Connection, key_id: str, limit: int | None, now: float
     ) -> tuple[RateState, Lease | None]:
-        """Count one request in the database, give back this key's old lease, and take a new
-        one if the key is far from its limit. Joins ``conn``'s transaction: the new lease is
-        answered from only once the caller has committed it and passed it to ``keep``."""
+        """Count one request in the database, set this key's old lease aside to go back, and
+        take a new one if the key is far from its limit. Joins ``conn``'s transaction: the
+        new lease is answered from only once the caller has committed it and passed it to
+        ``keep``."""
         if limit is None:
             return unlimited(now), None
         window = window_of(now)
-        with self._lock:
+        with self._lock:  # what the old lease holds goes back with the next give-back
             old = self._leases.pop(key_id, None)
-        if old is not None and old.left > 0:
-            give_back(conn, key_id, old.window, old.left)
+            if old is not None and old.left > 0:
+                self._returns.append((key_id, old))
         count = _count(conn, key_id, window, limit)
         extra = min(LEASE_MAX, (limit - count) // LEASE_SHARE)
         lease = None
@@ -187,14 +189,25 @@ class Leases:
         return _state(count, limit, now), lease
 
     def keep(self, key_id: str, lease: Lease | None) -> None:
-        """Answer from ``lease`` (from ``count``, now committed)."""
+        """Answer from ``lease`` (from ``count``, now committed). Leases of one key taken by
+        several threads at once merge up to ``LEASE_MAX``; the rest, and a lease of an
+        earlier window, go back."""
         if lease is None:
             return
         with self._lock:
-            other = self._leases.get(key_id)  # taken meanwhile by another thread: both hold
+            other = self._leases.get(key_id)
+            if other is not None and other.window > lease.window:
+                self._returns.append((key_id, lease))
+                return
             if other is not None and other.window == lease.window:
                 lease.left += other.left
                 lease.count = max(lease.count, other.count)
+            elif other is not None:
+                self._returns.append((key_id, other))
+            if lease.left > LEASE_MAX:
+                surplus = lease.left - LEASE_MAX
+                self._returns.append((key_id, Lease(lease.window, surplus, 0, lease.taken_at)))
+                lease.left = LEASE_MAX
             self._leases[key_id] = lease
 
     def expired(self, *, every: bool = False) -> list[tuple[str, Lease]]:
@@ -209,15 +222,23 @@ class Leases:
             ]
             for key_id, _ in done:
                 del self._leases[key_id]
+            done.extend(self._returns)
+            self._returns.clear()
         return [(key_id, lease) for key_id, lease in done if lease.left > 0]
 
     def give_back_expired(self, engine: Engine, *, every: bool = False) -> int:
         """Give back the unused requests of old leases (all leases with ``every``)."""
-        returned = self.expired(every=every)
-        if returned:
-            with engine.begin() as conn:
-                for key_id, lease in returned:
-                    give_back(conn, key_id, lease.window, lease.left)
+        # in one order in every process, so two give-backs never wait on each other
+        returned = sorted(self.expired(every=every), key=lambda kl: (kl[0], kl[1].window))
+        try:
+            if returned:
+                with engine.begin() as conn:
+                    for key_id, lease in returned:
+                        give_back(conn, key_id, lease.window, lease.left)
+        except Exception:
+            with self._lock:  # tried again next time
+                self._returns.extend(returned)
+            raise
         return sum(lease.left for _, lease in returned)
 
 
