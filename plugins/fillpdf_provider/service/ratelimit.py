@@ -80,22 +80,6 @@ class RateState:
         return headers
 
 
-def hit(db: Engine | Connection, key_id: str, limit: int | None, now: float) -> RateState:
-    """Count one request of ``key_id`` and say whether it is within ``limit``.
-
-    On a ``Connection`` the count joins the caller's transaction, which commits it.
-    """
-    if limit is None:
-        return unlimited(now)
-    window = window_of(now)
-    if isinstance(db, Engine):
-        with db.begin() as conn:
-            count = _count(conn, key_id, window, limit)
-    else:
-        count = _count(db, key_id, window, limit)
-    return _state(count, limit, now)
-
-
 def unlimited(now: float) -> RateState:
     """The state of a key without a limit: nothing is counted."""
     return _state(0, None, now)
