@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from fillpdf_provider.engine.files import write_atomic
+from fillpdf_provider.engine.files import is_temporary, write_atomic
 
 if TYPE_CHECKING:
     # Imported where a remote location is first reached: importing Airflow configures it,
@@ -304,6 +304,20 @@ class Store:
         if not there.exists():
             return []
         return sorted(p.name for p in there.iterdir() if fnmatch.fnmatch(p.name, pattern))
+
+    def remove_temporary(self, folder: str = "") -> int:
+        """Remove what writers killed mid-write left in ``folder`` (their hidden temporary
+        files); call it only once no writer of this store is running. An object store has
+        none: an object appears whole or not at all."""
+        if self.local is None or not (self.local / folder).is_dir():
+            return 0
+        removed = 0
+        with os.scandir(self.local / folder) as entries:
+            for entry in entries:
+                if is_temporary(entry.name) and entry.is_file(follow_symlinks=False):
+                    Path(entry.path).unlink(missing_ok=True)
+                    removed += 1
+        return removed
 
     def remove(self, name: str) -> None:
         if self.local is not None:

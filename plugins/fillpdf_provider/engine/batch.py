@@ -30,7 +30,13 @@ from fillpdf_provider.engine.coerce import coerce_values, is_empty
 from fillpdf_provider.engine.columns import no_column_matches, plan_columns
 from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
-from fillpdf_provider.engine.files import private_temp, publish, set_new_file_mode, write_atomic
+from fillpdf_provider.engine.files import (
+    TEMP_SUFFIX,
+    private_temp,
+    publish,
+    set_new_file_mode,
+    write_atomic,
+)
 from fillpdf_provider.engine.fillable import Form
 from fillpdf_provider.engine.schema import Field
 
@@ -621,7 +627,7 @@ class _ManifestWriter:
     def __init__(self, sink: OutputSink, name: str, group: int = 4096) -> None:
         self.sink, self.name = sink, name
         scratch = getattr(sink, "scratch", None)
-        self.temp = private_temp(scratch() if scratch else None, ".manifest-", ".tmp")
+        self.temp = private_temp(scratch() if scratch else None, ".manifest-", TEMP_SUFFIX)
         self.group = group
         self.pending: list[dict[str, object]] = []
         self.writer = pq.ParquetWriter(self.temp, MANIFEST_SCHEMA)

@@ -13,13 +13,23 @@ import os
 import tempfile
 from pathlib import Path
 
+#: How every temporary name here ends; each also starts with a dot (hidden).
+TEMP_SUFFIX = ".tmp"
+
+
+def is_temporary(name: str) -> bool:
+    """A name this module gives a file while it is written: what a writer killed mid-write
+    (``kill -9``, a lost host) leaves behind, never a finished output."""
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
 
 def write_atomic(path: Path, data: bytes, *, private: bool = False) -> Path:
     """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
     file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``), or with
     ``private`` 0600 whatever the umask, from the first byte to the rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = create_temp(path.parent, f".{path.name}.", ".tmp", 0o600 if private else 0o666)
+    mode = 0o600 if private else 0o666
+    handle, temp = create_temp(path.parent, f".{path.name}.", TEMP_SUFFIX, mode)
     try:
         with os.fdopen(handle, "wb") as out:
             if private:

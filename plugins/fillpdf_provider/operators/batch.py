@@ -11,6 +11,7 @@ each live in object storage: no task reads a local disk another task wrote.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,6 +50,8 @@ from fillpdf_provider.operators.forms import (
     open_form,
 )
 from fillpdf_provider.storage import Store, readable
+
+log = logging.getLogger(__name__)
 
 OUTPUT_FORMATS = ("files", "merged", "zip")
 CHUNK_MANIFESTS = "_manifests"
@@ -216,7 +219,9 @@ def merge_manifests(
 
     With ``chunks`` (the plan), a chunk whose manifest is missing fails the merge, named.
     Two rows with one output name fail it too. With ``max_failed_rows`` given, more failed
-    rows than it allows fail the task after the manifest is written.
+    rows than it allows fail the task after the manifest is written. Every chunk has
+    finished by then, so the temporary files of attempts that were killed mid-write are
+    removed from the output folder.
     """
     store = Store(output, conn_id)
     parts = store.names(CHUNK_MANIFESTS, "chunk-*.parquet")
@@ -250,6 +255,9 @@ def merge_manifests(
         temp = folder / MANIFEST_NAME
         pq.write_table(table, temp)
         store.publish(MANIFEST_NAME, temp)
+    left = store.remove_temporary() + store.remove_temporary(CHUNK_MANIFESTS)
+    if left:
+        log.info("Removed %d temporary files of killed fill attempts from %s", left, output)
     failed_mask = pc.not_equal(table.column("status"), "ok")
     failed = table.filter(failed_mask)
     errors = failed.select(["row", "error"]).slice(0, SHOWN_ERRORS).to_pylist()
