@@ -140,16 +140,22 @@ def test_a_private_file_is_private_from_its_first_byte(
     tmp_path: Path, umask: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The service's converted files (``private``) were written at the umask's mode and
-    closed off after the rename; now the temporary file is 0600 before a byte is in it,
-    whatever the umask (0o477 would have left the owner only the right to write)."""
+    closed off after the rename; now the file is 0600 before a byte is in it and when it
+    gets its name (linked from no name, or renamed from a temporary one), whatever the
+    umask (0o477 would have left the owner only the right to write)."""
     seen: list[int] = []
-    replace = os.replace
+    link, replace = os.link, os.replace
 
-    def watching(source: str, target: Path) -> None:
+    def watching_link(source: str, target: Path, **kwargs: object) -> None:
+        seen.append(stat.S_IMODE(os.stat(source, dir_fd=kwargs.get("src_dir_fd")).st_mode))
+        link(source, target, **kwargs)
+
+    def watching_replace(source: str, target: Path) -> None:
         seen.append(stat.S_IMODE(os.stat(source).st_mode))
         replace(source, target)
 
-    monkeypatch.setattr(os, "replace", watching)
+    monkeypatch.setattr(os, "link", watching_link)
+    monkeypatch.setattr(os, "replace", watching_replace)
     for umask_value in (0o022, 0o277, 0o477):
         os.umask(umask_value)
         folder = tmp_path / f"{umask_value:03o}"

@@ -1,16 +1,21 @@
-"""Files the engine publishes: written whole under a temporary name, then renamed, with the
-mode a new file gets.
+"""Files the engine publishes: written whole before they get their name, with the mode a
+new file gets.
 
-A reader never sees half a file: each is written (or built) beside its target under a
-hidden temporary name and renamed into place once whole. Once published it has the mode a
-plain ``open(path, "wb")`` would give it (0o666 less the umask), so every output in a folder
-is as readable as the others; only a file built in pieces stays private (0600) meanwhile.
+A reader never sees half a file. Where Linux allows it, a file is written with no name at
+all (``O_TMPFILE``) and linked into place once whole: one directory change instead of two,
+and a writer killed mid-write leaves nothing behind. Elsewhere (another system, a file
+system without it, a name already taken) it is written beside its target under a hidden
+temporary name and renamed into place. Once published it has the mode a plain
+``open(path, "wb")`` would give it (0o666 less the umask), so every output in a folder is as
+readable as the others; only a file built in pieces stays private (0600) meanwhile.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 #: How every temporary name here ends; each also starts with a dot (hidden).
@@ -24,22 +29,112 @@ def is_temporary(name: str) -> bool:
 
 
 def write_atomic(path: Path, data: bytes, *, private: bool = False) -> Path:
-    """Write ``data`` to ``path`` through a temporary file, so no partial file is left; the
+    """Write ``data`` to ``path`` so that no partial file is ever seen under that name; the
     file gets the mode a plain ``open(path, "wb")`` would (see ``create_temp``), or with
-    ``private`` 0600 whatever the umask, from the first byte to the rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ``private`` 0600 whatever the umask, from the first byte."""
+    try:
+        _write_whole(path, data, private)
+    except FileNotFoundError:  # a new folder: made only then, not stat-ed for every file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_whole(path, data, private)
+    return path
+
+
+def _write_whole(path: Path, data: bytes, private: bool) -> None:
     mode = 0o600 if private else 0o666
+    handle = _unnamed(path.parent, mode)
+    if handle is not None:
+        try:
+            if private:
+                os.fchmod(handle, 0o600)  # the umask may have taken the owner's bits
+            _write_all(handle, data)
+            if _link(handle, path):
+                return
+        finally:
+            os.close(handle)
     handle, temp = create_temp(path.parent, f".{path.name}.", TEMP_SUFFIX, mode)
     try:
         with os.fdopen(handle, "wb") as out:
             if private:
-                os.fchmod(out.fileno(), 0o600)  # the umask may have taken the owner's bits
+                os.fchmod(out.fileno(), 0o600)
             out.write(data)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    return path
+
+
+#: Folders whose file system refused a file without a name; ``None`` in it: this system can't.
+_NO_UNNAMED: set[str | None] = set()
+#: Errors of ``open(O_TMPFILE)`` that mean "not here" (EISDIR: a kernel that predates it).
+_UNNAMED_REFUSED = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOSYS}
+#: Errors of linking it through /proc that mean "not on this system" (a locked-down /proc).
+_LINK_REFUSED = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.ENOENT}
+_proc_lock = threading.Lock()
+_proc_self: tuple[int, int] | None = None  # (pid, fd of /proc/self): reopened after a fork
+
+
+def _unnamed(folder: Path, mode: int) -> int | None:
+    """A file with no name yet in ``folder``'s file system, or None where there is none."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or None in _NO_UNNAMED or str(folder) in _NO_UNNAMED:
+        return None
+    if _proc_fd() is None:
+        _NO_UNNAMED.add(None)
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno not in _UNNAMED_REFUSED:
+            raise
+        _NO_UNNAMED.add(str(folder))
+        return None
+
+
+def _proc_fd() -> int | None:
+    """This process's /proc/self, through which an unnamed file is given a name."""
+    global _proc_self
+    pid = os.getpid()
+    if _proc_self is None or _proc_self[0] != pid:
+        with _proc_lock:
+            if _proc_self is None or _proc_self[0] != pid:
+                try:
+                    _proc_self = (pid, os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY))
+                except OSError:
+                    return None
+    return _proc_self[1]
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view) :]
+
+
+def _link(handle: int, path: Path) -> bool:
+    """Give the unnamed file ``handle`` the name ``path``, replacing a file of that name;
+    False if this system can't (the caller writes the file the other way)."""
+    proc, source = _proc_fd(), f"fd/{handle}"
+    if proc is None:
+        return False
+    try:
+        os.link(source, path, src_dir_fd=proc, follow_symlinks=True)
+        return True
+    except FileExistsError:  # run again over its own outputs: link beside, then rename
+        pass
+    except OSError as exc:
+        if exc.errno not in _LINK_REFUSED or not path.parent.is_dir():
+            raise
+        _NO_UNNAMED.add(None)
+        return False
+    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}")
+    os.link(source, temp, src_dir_fd=proc, follow_symlinks=True)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return True
 
 
 def create_temp(
