@@ -281,6 +281,31 @@ def test_merge_manifests_names_a_file_two_rows_wrote(tmp_path: Path) -> None:
     assert "'Oslo.pdf'" in message and "name_template" in message and "{row}" in message
 
 
+def test_a_refused_merge_publishes_no_manifest(tmp_path: Path) -> None:
+    rows = rows_file(tmp_path, "full_name,city\nAda,Oslo\nBo,Rome\nCy,Oslo\n")
+    output = tmp_path / "out"
+    for chunk in plan_chunks(rows, rows_per_chunk=2):
+        batch(output, rows=rows, chunk=chunk, name_template="{city}.pdf")
+    with pytest.raises(ValueError) as raised:
+        merge_manifests(str(output))
+    assert "'Oslo.pdf' (rows 1, 3)" in no_retry(raised)
+    assert not (output / "manifest.parquet").exists()
+
+
+def test_chunks_given_out_of_order_merge_sorted_by_row(tmp_path: Path) -> None:
+    """Chunks merge in the order of their rows whatever order the plan lists them in."""
+    rows = rows_file(tmp_path, "full_name\nAda\nBo\nCy\nDi\nEd\n")
+    output = tmp_path / "out"
+    chunks = plan_chunks(rows, rows_per_chunk=2)
+    for chunk in chunks:
+        batch(output, rows=rows, chunk=chunk)
+    summary = merge_manifests(str(output), chunks=chunks[::-1])
+    assert summary["rows"] == 5 and summary["chunks"] == 3
+    manifest = pq.read_table(output / "manifest.parquet")
+    assert manifest.column("row").to_pylist() == [1, 2, 3, 4, 5]
+    assert manifest.column("path").to_pylist() == [f"{n}.pdf" for n in range(1, 6)]
+
+
 # --------------------------------------------------------------------------- storage
 
 

@@ -59,6 +59,7 @@ MERGED_NAME = "merged.pdf"
 ZIP_NAME = "filled.zip"
 SHOWN_ERRORS = 10  # failed rows named in a log or an exception; the rest are counted
 SHOWN_NAMES = 5  # file names two chunks both wrote, named in the merge's refusal
+MERGE_ROWS = 65_536  # manifest rows the merge holds at once
 ROWS_TAKE = "rows takes the path or URI of a CSV or Parquet file, one row per PDF."
 LIMIT_FIX = (
     "give 0 (no failed row allowed), a whole count of rows, or a fraction of the rows "
@@ -242,38 +243,102 @@ def merge_manifests(
             "(BatchFillOperator.partial(output_dir=...).expand(chunk=plan_chunks(...))), then "
             "merge the output_dir they wrote to."
         )
-    tables = []
-    for name in parts:
-        with store.readable(f"{CHUNK_MANIFESTS}/{name}") as path:
-            tables.append(pq.read_table(path, schema=MANIFEST_SCHEMA))
-    table = pa.concat_tables(tables).sort_by("row")
-    counts = pc.value_counts(pc.drop_null(table.column("path")))
-    repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-    if len(repeated):
-        raise InputError(_same_names(table, repeated.to_pylist()))
     with store.staging() as folder:
         temp = folder / MANIFEST_NAME
-        pq.write_table(table, temp)
+        merged = _merge_in_order(store, parts, temp) or _merge_in_memory(store, parts, temp)
         store.publish(MANIFEST_NAME, temp)
     left = store.remove_temporary() + store.remove_temporary(CHUNK_MANIFESTS)
     if left:
         log.info("Removed %d temporary files of killed fill attempts from %s", left, output)
-    failed_mask = pc.not_equal(table.column("status"), "ok")
-    failed = table.filter(failed_mask)
-    errors = failed.select(["row", "error"]).slice(0, SHOWN_ERRORS).to_pylist()
+    rows, failed, errors = merged
+    manifest = store.uri(MANIFEST_NAME)
     summary = {
-        "rows": table.num_rows,
-        "ok": table.num_rows - failed.num_rows,
-        "failed": failed.num_rows,
-        "manifest": store.uri(MANIFEST_NAME),
+        "rows": rows,
+        "ok": rows - failed,
+        "failed": failed,
+        "manifest": manifest,
         "chunks": len(parts),
         "errors": errors,
     }
     if max_failed_rows is not None:
-        enforce_failure_limit(
-            failed.num_rows, table.num_rows, errors, max_failed_rows, summary["manifest"]
-        )
+        enforce_failure_limit(failed, rows, errors, max_failed_rows, manifest)
     return summary
+
+
+_Merged = tuple[int, int, list[dict[str, Any]]]  # rows, failed rows, the first errors
+
+
+def _merge_in_order(store: Store, parts: Sequence[str], target: Path) -> _Merged | None:
+    """Write the chunk manifests one after another into ``target``: rows in order, in the
+    memory of ``MERGE_ROWS`` rows and 8 bytes a row. None if the chunks' rows overlap or are
+    out of order (chunks from different plans), which only a sort of the whole table puts
+    right."""
+    import numpy as np
+    import pandas as pd
+
+    rows = failed = last = 0
+    errors: list[dict[str, Any]] = []
+    hashes = []
+    with pq.ParquetWriter(target, MANIFEST_SCHEMA) as writer:
+        for table in _manifest_pieces(store, parts):
+            numbers = table.column("row")
+            steps = pc.subtract(numbers.slice(1), numbers.slice(0, table.num_rows - 1))
+            if pc.min(numbers).as_py() <= last or pc.any(pc.less_equal(steps, 0)).as_py():
+                return None
+            last = pc.max(numbers).as_py()
+            writer.write_table(table)
+            rows += table.num_rows
+            bad = table.filter(pc.not_equal(table.column("status"), "ok"))
+            failed += bad.num_rows
+            if len(errors) < SHOWN_ERRORS:
+                more = bad.select(["row", "error"]).slice(0, SHOWN_ERRORS - len(errors))
+                errors += more.to_pylist()
+            paths = pc.drop_null(table.column("path")).to_numpy(zero_copy_only=False)
+            hashes.append(pd.util.hash_array(paths))
+    every = np.concatenate(hashes) if hashes else np.empty(0, np.uint64)
+    values, counts = np.unique(every, return_counts=True)
+    repeated = values[counts > 1]
+    if len(repeated):  # the same hash: read those rows again and compare the names
+        suspects = []
+        for table in _manifest_pieces(store, parts):
+            table = table.filter(pc.is_valid(table.column("path")))
+            paths = table.column("path").to_numpy(zero_copy_only=False)
+            suspects.append(table.filter(pa.array(np.isin(pd.util.hash_array(paths), repeated))))
+        _refuse_same_names(pa.concat_tables(suspects))
+    return rows, failed, errors
+
+
+def _manifest_pieces(store: Store, parts: Sequence[str]) -> Iterator[pa.Table]:
+    """The rows of the chunk manifests ``parts``, in order, ``MERGE_ROWS`` at a time."""
+    for name in parts:
+        with store.readable(f"{CHUNK_MANIFESTS}/{name}") as path:
+            for batch in pq.ParquetFile(path).iter_batches(MERGE_ROWS):
+                if batch.num_rows:
+                    yield pa.Table.from_batches([batch]).cast(MANIFEST_SCHEMA)
+
+
+def _merge_in_memory(store: Store, parts: Sequence[str], target: Path) -> _Merged:
+    """The chunk manifests read whole and sorted by row into ``target``."""
+    tables = [_chunk_table(store, name) for name in parts]
+    table = pa.concat_tables(tables).sort_by("row")
+    _refuse_same_names(table)
+    pq.write_table(table, target)
+    failed = table.filter(pc.not_equal(table.column("status"), "ok"))
+    errors = failed.select(["row", "error"]).slice(0, SHOWN_ERRORS).to_pylist()
+    return table.num_rows, failed.num_rows, errors
+
+
+def _chunk_table(store: Store, name: str) -> pa.Table:
+    with store.readable(f"{CHUNK_MANIFESTS}/{name}") as path:
+        return pq.read_table(path, schema=MANIFEST_SCHEMA)
+
+
+def _refuse_same_names(table: pa.Table) -> None:
+    """``InputError`` naming the files two rows of ``table`` both wrote."""
+    counts = pc.value_counts(pc.drop_null(table.column("path")))
+    repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        raise InputError(_same_names(table.sort_by("row"), repeated.to_pylist()))
 
 
 def _same_names(table: pa.Table, names: list[str]) -> str:
