@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -312,10 +312,14 @@ def _common_env(metadata_url: str, redis_port: int, api_port: int, root: Path) -
 
 @contextlib.contextmanager
 def celery_stack(
-    root: Path, dags: Path, extra_env: Mapping[str, str] | None = None
+    root: Path,
+    dags: Path,
+    extra_env: Mapping[str, str] | None = None,
+    workers: Sequence[str] = WORKERS,
 ) -> Iterator[CeleryStack]:
-    """Start PostgreSQL, Redis and every Airflow service of docker-compose.yaml, two workers
-    among them, each in its own folder under ``root``; stop and remove them all after."""
+    """Start PostgreSQL, Redis and every Airflow service of docker-compose.yaml, the
+    ``workers`` (both of its workers by default) among them, each in its own folder under
+    ``root``; stop and remove them all after."""
     cluster = PgCluster()
     cluster.start()
     try:
@@ -332,14 +336,14 @@ def celery_stack(
                 for name in SERVICES:
                     stack.start(name, compose_service(name)["command"], dags, {})
                 _wait_for_api(stack, api_port)
-                for name in WORKERS:
+                for name in workers:
                     command = compose_service(name)["command"]
                     # the per-host flags a deployment gives each worker: its name, its queue
                     flags = f" --celery-hostname {name}@%h --queues default,{name}"
                     stack.start(name, command + flags, dags, {
                         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
                     })  # fmt: skip
-                _wait_for_workers(stack)
+                _wait_for_workers(stack, workers)
                 yield stack
             finally:
                 stack.stop()
@@ -357,9 +361,9 @@ def _wait_for_api(stack: CeleryStack, port: int, timeout: float = 240) -> None:
     raise TimeoutError(f"the api-server did not answer\n{stack.tails()}")
 
 
-def _wait_for_workers(stack: CeleryStack, timeout: float = 240) -> None:
+def _wait_for_workers(stack: CeleryStack, workers: Sequence[str], timeout: float = 240) -> None:
     for _ in range(int(timeout)):
-        logs = [p.log.read_text(errors="replace") for p in stack.processes if p.name in WORKERS]
+        logs = [p.log.read_text(errors="replace") for p in stack.processes if p.name in workers]
         if all(" ready." in text for text in logs):
             return
         stack.check_alive()

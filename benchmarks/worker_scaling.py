@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""What a second Celery worker buys: the mail-merge DAG on one worker, then on two.
+
+Each side starts the CeleryExecutor stack the scale-out tests use (``kits/celerykit.py``:
+docker-compose.yaml's commands and environment, PostgreSQL, Redis, the api-server,
+scheduler, dag-processor, triggerer and the workers, each in a folder of its own), with
+``AIRFLOW__CELERY__WORKER_CONCURRENCY=1`` so a worker runs one task at a time, and runs
+``fillpdf_mail_merge`` once on ``--rows`` rows (the sample rows over and over, each with its
+own name) in ``--chunks`` chunks, the input and manifest checks included.
+
+The rows, the template and the output are in one folder both workers reach (on separate
+hosts: a shared volume, or object storage; ``--store s3`` puts them in a local moto server,
+whose own CPU then shares the cores). Reported for each side, from the metadata database:
+rows/s over the whole run and over the fill (first chunk start to last chunk end), which
+worker filled each chunk, and the CPU each component used during the run (each process and
+the children it reaped). Then the ratio of two workers to one (goal >= 1.6x).
+
+    .venv/bin/python benchmarks/worker_scaling.py [--rows 100000] [--chunks 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.machine import Report, machine_info, progress  # noqa: E402
+from kits.celerykit import WORKERS, CeleryStack, celery_stack, missing_parts  # noqa: E402
+from kits.s3server import S3Server  # noqa: E402
+
+INCLUDE = REPO_ROOT / "include"
+DAG_ID = "fillpdf_mail_merge"
+DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "worker_scaling.txt"
+GOAL = 1.6
+BUCKET = "fillpdf"
+
+
+@dataclass
+class Side:
+    workers: int
+    rows: int
+    run_s: float
+    fill_s: float
+    chunks_by_worker: dict[str, int]
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def run_rate(self) -> float:
+        return self.rows / self.run_s
+
+    @property
+    def fill_rate(self) -> float:
+        return self.rows / self.fill_s
+
+
+def rows_table(count: int) -> pa.Table:
+    """The sample rows over and over, each with its own name."""
+    with (INCLUDE / "sample_rows.csv").open(newline="", encoding="utf-8") as handle:
+        sample = list(csv.DictReader(handle))
+    return pa.Table.from_pylist(
+        [{**sample[i % len(sample)], "full_name": f"Person {i + 1}"} for i in range(count)]
+    )
+
+
+def tree_cpu(process: psutil.Process) -> float:
+    """CPU seconds of ``process``, the children it reaped and its live descendants."""
+    total = 0.0
+    for one in [process, *process.children(recursive=True)]:
+        try:
+            t = one.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def component_cpu(stack: CeleryStack, since: float) -> dict[str, float]:
+    """CPU seconds so far of each Airflow process, PostgreSQL and Redis (started after
+    ``since``, so the ones of this stack)."""
+    cpu = {p.name: tree_cpu(psutil.Process(p.popen.pid)) for p in stack.processes}
+    for name, label in (("postgres", "postgresql"), ("redis-server", "redis"),
+                        ("moto_server", "s3 (moto)")):  # fmt: skip
+        roots = [
+            p for p in psutil.process_iter(["name", "create_time", "ppid"])
+            if (p.info["name"] or "").startswith(name) and p.info["create_time"] >= since
+            and not (p.parent() and (p.parent().name() or "").startswith(name))
+        ]  # fmt: skip
+        if roots:
+            cpu[label] = sum(tree_cpu(p) for p in roots)
+    return cpu
+
+
+def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report) -> Side:
+    started = time.time() - 1
+    dags = work / "dags"
+    dags.mkdir()
+    shutil.copy(REPO_ROOT / "dags" / "fillpdf_mail_merge.py", dags)
+    table = rows_table(args.rows)
+    extra = {"AIRFLOW__CELERY__WORKER_CONCURRENCY": "1"}
+    with shared_place(args, work) as (s3, where):
+        if s3 is not None:
+            buffer = io.BytesIO()
+            pq.write_table(table, buffer)
+            s3.put(BUCKET, "in/rows.parquet", buffer.getvalue())
+            s3.put(BUCKET, "in/form.pdf", (INCLUDE / "sample_form.pdf").read_bytes())
+            extra["AIRFLOW_CONN_AWS_DEFAULT"] = s3.connection_env()
+            conf = {"template": f"{where}/in/form.pdf", "rows": f"{where}/in/rows.parquet"}
+        else:
+            (work / "shared" / "in").mkdir(parents=True)
+            pq.write_table(table, work / "shared" / "in" / "rows.parquet")
+            shutil.copy(INCLUDE / "sample_form.pdf", work / "shared" / "in" / "form.pdf")
+            conf = {"template": f"{where}/in/form.pdf", "rows": f"{where}/in/rows.parquet"}
+        conf.update(output=f"{where}/run", chunks=args.chunks)
+        names = WORKERS[:workers]
+        progress(f"{workers} worker(s): starting the stack")
+        (work / "stack").mkdir()
+        with celery_stack(work / "stack", dags, extra, workers=names) as stack:
+            before = component_cpu(stack, started)
+            progress(f"{workers} worker(s): {args.rows:,} rows in {args.chunks} chunks")
+            run_id = stack.trigger(DAG_ID, conf, f"scaling-{workers}")
+            state = stack.wait(DAG_ID, run_id, timeout=args.timeout)
+            after = component_cpu(stack, started)
+            if state != "success":
+                raise RuntimeError(f"the run ended {state}\n{stack.tails()}")
+            run_s, fill_s, hosts = _timings(stack, run_id)
+            _check_manifest(args, s3, work)
+    cpu = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after}
+    side = Side(workers, args.rows, run_s, fill_s, hosts, cpu)
+    report(f"== {workers} worker(s), one task at a time")
+    report(f"  run  {side.run_rate:7,.0f} rows/s ({run_s:6.1f} s, trigger to end)")
+    report(f"  fill {side.fill_rate:7,.0f} rows/s ({fill_s:6.1f} s, first chunk start to last end)")
+    report(f"  chunks filled by: {', '.join(f'{h} {n}' for h, n in sorted(hosts.items()))}")
+    total = sum(cpu.values())
+    report(f"  CPU during the run: {total:6.1f} s in all ({total / run_s:4.2f} cores)")
+    for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]):
+        report(f"    {name:<24} {seconds:7.1f} s  ({seconds / run_s:4.2f} cores)")
+    return side
+
+
+@contextlib.contextmanager
+def shared_place(args: argparse.Namespace, work: Path) -> Iterator[tuple[S3Server | None, str]]:
+    """Where rows, template and output go: a folder both workers reach, or a moto bucket."""
+    if args.store == "local":
+        yield None, str(work / "shared")
+        return
+    from kits.s3server import s3_server
+
+    with s3_server(work / "moto") as s3:
+        s3.create_bucket(BUCKET)
+        yield s3, f"s3://{BUCKET}"
+
+
+def _timings(stack: CeleryStack, run_id: str) -> tuple[float, float, dict[str, int]]:
+    (run,) = stack.query(
+        "SELECT EXTRACT(EPOCH FROM end_date - start_date) FROM dag_run "
+        "WHERE dag_id = %s AND run_id = %s", DAG_ID, run_id,
+    )  # fmt: skip
+    (fill,) = stack.query(
+        "SELECT EXTRACT(EPOCH FROM max(end_date) - min(start_date)) FROM task_instance "
+        "WHERE dag_id = %s AND run_id = %s AND task_id = 'fill_chunk'", DAG_ID, run_id,
+    )  # fmt: skip
+    hosts: dict[str, int] = {}
+    for (host,) in stack.query(
+        "SELECT hostname FROM task_instance WHERE dag_id = %s AND run_id = %s "
+        "AND task_id = 'fill_chunk'", DAG_ID, run_id,
+    ):  # fmt: skip
+        hosts[host] = hosts.get(host, 0) + 1
+    return float(run[0]), float(fill[0]), hosts
+
+
+def _check_manifest(args: argparse.Namespace, s3: S3Server | None, work: Path) -> None:
+    if s3 is not None:
+        table = pq.read_table(io.BytesIO(s3.get(BUCKET, "run/manifest.parquet")))
+    else:
+        table = pq.read_table(work / "shared" / "run" / "manifest.parquet")
+    rows = table.column("row").to_pylist()
+    ok = table.column("status").to_pylist().count("ok")
+    if rows != list(range(1, args.rows + 1)) or ok != args.rows:
+        raise RuntimeError(f"the manifest has {len(rows):,} rows, {ok:,} ok; {args.rows:,} asked")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--chunks", type=int, default=8)
+    p.add_argument("--store", choices=("local", "s3"), default="local")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds a run may take")
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="report file, or - for stdout only")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    why = missing_parts()
+    if why:
+        print(f"the Celery stack can't start: {why}", file=sys.stderr)
+        return 2
+    report = Report()
+    m = machine_info(["apache-airflow", "apache-airflow-providers-celery", "celery", "pypdf"])
+    report("Worker scaling: the mail-merge DAG on one Celery worker, then two")
+    report(f"  python {m['python']}, {m['cpu_count']} CPUs (load {m['load_avg_1m']}), "
+           f"{m['memory_gb']} GB, {m['platform']}")  # fmt: skip
+    report("  " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v))
+    report(f"  settings: {args.rows:,} rows, {args.chunks} chunks, store {args.store}, "
+           "worker concurrency 1; every process of the stack shares the same cores")  # fmt: skip
+    sides = []
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory(prefix="fillpdf-scaling-") as folder:
+            sides.append(one_side(args, workers, Path(folder), report))
+    one, two = sides
+    run_ratio, fill_ratio = two.run_rate / one.run_rate, two.fill_rate / one.fill_rate
+    report("== two workers ÷ one")
+    report(f"  run  {run_ratio:4.2f}x   fill {fill_ratio:4.2f}x   (goal >= {GOAL}x)")
+    per_row = {w.workers: sum(w.cpu.values()) / w.rows * 1000 for w in sides}
+    report(f"  CPU per row: {per_row[1]:.2f} ms with one worker, {per_row[2]:.2f} ms with two")
+    worker_cpu = statistics.fmean(
+        sum(s for n, s in w.cpu.items() if n.startswith("airflow-worker")) / w.rows * 1000
+        for w in sides
+    )
+    report(f"  worker CPU per row (both sides' mean): {worker_cpu:.2f} ms")
+    report(f"  {'PASS' if run_ratio >= GOAL else 'FAIL'}  two workers ÷ one, whole run: "
+           f"{run_ratio:.2f}x (goal >= {GOAL}x)")  # fmt: skip
+    text = report.text()
+    if args.out != "-":
+        Path(args.out).write_text(text)
+    print(json.dumps({"run_ratio": round(run_ratio, 3), "fill_ratio": round(fill_ratio, 3)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
