@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 import os
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -34,13 +34,21 @@ from fillpdf_provider.quality.frames import (
     RowsSource,
     input_frame,
     manifest_frame,
-    read_table,
+    manifest_row_column,
     row_id_name,
     schema_frame,
     text_frame,
     values_key,
 )
 from fillpdf_provider.quality.report import Failure, QualityReport, enforce
+from fillpdf_provider.quality.slices import (
+    SLICE_ROWS,
+    hashes,
+    join_results,
+    split_suite,
+    table_slices,
+    with_percents,
+)
 from fillpdf_provider.quality.suites import input_suite, manifest_suite, schema_suite
 
 SchemaEntries = Sequence[Field | Mapping[str, Any]]
@@ -81,6 +89,7 @@ def input_rows_check(
     strict_columns: bool = False,
     used: Collection[str] = (),
     date_formats: Mapping[str, str | None] | None = None,
+    slice_rows: int = SLICE_ROWS,
 ) -> QualityReport:
     """Check rows (a CSV read as text, a Parquet file or a DataFrame) against a form's fields.
 
@@ -91,30 +100,68 @@ def input_rows_check(
     ``strict_columns``, does every column that fills nothing; ``used`` names columns put to
     another use (the file names), which are neither. A date is one in the form's format
     (``date_formats``, by default the template's own where it has them) or in ISO 8601.
+    Every expectation here is row by row, so a file is checked ``slice_rows`` rows at a
+    time: memory stays that of one slice however long the file.
     """
     started = time.perf_counter()
-    table = read_table(rows)
     fields = fields_of(template_fields)
-    expected, plan = column_plan(table.column_names, fields, mapping, require_columns, used)
-    pairs = filled_fields(plan, fields)
-    near = near_columns(table.column_names, expected, plan, mapping)
-    row_column = row_id_name(pairs)
     if date_formats is None:
         date_formats = dates_of(template_fields)
-    frame = input_frame(table, pairs, row_column, date_formats)
     unread = {n for n, f in date_formats.items() if f and not readable(f)}
-    with quiet_gx():
-        suite = input_suite(
-            expected, pairs, frame.columns, fields=fields, near=near,
-            mapped=set(mapping or ()), unchecked_dates=unread,
-        )  # fmt: skip
-        report = _run("input", describe(rows), frame, suite, row_column, started)
+    results: list[dict[str, Any]] = []
+    cells: dict[tuple[str, int], Any] = {}
+    total, gx_seconds, suite = 0, 0.0, None
+    for piece in table_slices(rows, slice_rows):
+        if suite is None:
+            columns = piece.column_names
+            expected, plan = column_plan(columns, fields, mapping, require_columns, used)
+            pairs = filled_fields(plan, fields)
+            near = near_columns(columns, expected, plan, mapping)
+            row_column = row_id_name(pairs)
+        frame = input_frame(piece, pairs, row_column, date_formats, first_row=total + 1)
+        with quiet_gx():
+            if suite is None:
+                suite = input_suite(
+                    expected, pairs, frame.columns, fields=fields, near=near,
+                    mapped=set(mapping or ()), unchecked_dates=unread,
+                )  # fmt: skip
+            gx_started = time.perf_counter()
+            result = validate("input", frame, suite, row_column)
+            gx_seconds += time.perf_counter() - gx_started
+        _keep_written(result, piece, total, row_column, cells)
+        results.append(result)
+        total += piece.num_rows
+    report = QualityReport.from_result(
+        "input", describe(rows), total, join_results(results), row_column
+    )
+    report.gx_seconds, report.seconds = gx_seconds, time.perf_counter() - started
     report.failures = [
         *column_failures(plan, expected, strict_columns),
-        *(_as_written(f, table) for f in report.failures),
+        *(_as_written(f, cells) for f in report.failures),
     ]
     report.success = report.success and not report.failures
     return report
+
+
+def _keep_written(
+    result: dict[str, Any],
+    piece: pa.Table,
+    offset: int,
+    row_column: str,
+    cells: dict[tuple[str, int], Any],
+) -> None:
+    """The cells, as the slice ``piece`` holds them, of the rows a failure samples."""
+    for outcome in result.get("results", []):
+        column = (outcome["expectation_config"].get("kwargs") or {}).get("column")
+        samples = (outcome.get("result") or {}).get("partial_unexpected_index_list") or []
+        if outcome.get("success") or not isinstance(column, str):
+            continue
+        if column not in piece.column_names:
+            continue
+        for sample in samples:
+            row = sample.get(row_column)
+            if row is not None and 0 < int(row) - offset <= piece.num_rows:
+                cells[(column, int(row))] = _cell(piece.column(column)[int(row) - offset - 1])
 
 
 def dates_of(template: Any) -> dict[str, str | None]:
@@ -245,6 +292,7 @@ def manifest_check(
     input_rows: RowsSource | None = None,
     template_fields: Any = None,
     mapping: Mapping[str, str | None] | None = None,
+    slice_rows: int = SLICE_ROWS,
 ) -> QualityReport:
     """Check a fill's manifest: one row per input row, ok with a file or a recorded error.
 
@@ -252,19 +300,204 @@ def manifest_check(
     rows may share a sha256 only if they fill the same values (compared as the form takes
     them when ``template_fields`` is given, else every column as text); without them,
     every sha256 must be distinct.
+
+    A million-row manifest is checked in the memory of ``slice_rows`` rows and a few bytes
+    a row: the row-by-row expectations run slice by slice; the row count and the row
+    numbers' uniqueness run on the row numbers alone; files and sha256 must be unique among
+    the rows whose 64-bit hash repeats, checked on their real values.
     """
     started = time.perf_counter()
-    table = read_table(manifest)
     keys = None
     if input_rows is not None:
-        inputs = read_table(input_rows)
+        parts, counted = [], 0
+        for piece in table_slices(input_rows, slice_rows):
+            key = input_keys(piece, template_fields, mapping)
+            key.index = pd.RangeIndex(counted + 1, counted + 1 + piece.num_rows)
+            parts.append(key)
+            counted += piece.num_rows
+        keys = pd.concat(parts) if parts else None
         if expected_rows is None:
-            expected_rows = inputs.num_rows
-        keys = input_keys(inputs, template_fields, mapping)
-    frame, row_column = manifest_frame(table, keys)
+            expected_rows = counted
+    whole = _ManifestWhole.read(manifest, keys, slice_rows)
+    gx_seconds = 0.0
     with quiet_gx():
-        suite = manifest_suite(expected_rows, frame.columns)
-        return _run("manifest", describe(manifest), frame, suite, row_column, started)
+        suite = manifest_suite(expected_rows, whole.columns)
+        by_ids, rest = split_suite(suite, _on_row_numbers)
+        by_values, row_wise = split_suite(rest, _on_repeats)
+        results = []
+        for first, piece in whole.slices():
+            frame, row_column = manifest_frame(
+                piece, None, first_row=first, new_values=whole.new_values_of(first, piece)
+            )
+            gx_started = time.perf_counter()
+            results.append(validate("manifest", frame, row_wise, row_column))
+            gx_seconds += time.perf_counter() - gx_started
+        gx_started = time.perf_counter()
+        results.append(validate("manifest", whole.ids_frame(), by_ids, whole.row_column))
+        repeats = validate("manifest", whole.repeats_frame(), by_values, whole.row_column)
+        results.append(whole.as_on_every_row(repeats))
+        gx_seconds += time.perf_counter() - gx_started
+    report = QualityReport.from_result(
+        "manifest", describe(manifest), whole.rows, join_results(results), whole.row_column
+    )
+    report.gx_seconds, report.seconds = gx_seconds, time.perf_counter() - started
+    return report
+
+
+def _on_row_numbers(expectation: Any) -> bool:
+    """The expectations that span rows and need only the row numbers."""
+    kind = type(expectation).__name__
+    column = getattr(expectation, "column", None)
+    return kind == "ExpectTableRowCountToEqual" or (
+        kind == "ExpectColumnValuesToBeUnique" and column == ROW
+    )
+
+
+def _on_repeats(expectation: Any) -> bool:
+    """Unique files and sha256: checked on the rows whose hash repeats."""
+    return type(expectation).__name__ == "ExpectColumnValuesToBeUnique"
+
+
+@dataclasses.dataclass
+class _ManifestWhole:
+    """What the expectations that span rows need of a whole manifest, a few bytes a row:
+    its row numbers, each row's ``new_values``, and the rows whose file or sha256 hash
+    repeats (with their real values, read again)."""
+
+    source: RowsSource
+    slice_rows: int
+    columns: list[str]
+    row_column: str
+    rows: int
+    ids: pa.ChunkedArray | None
+    new_values: Any
+    repeats: pd.DataFrame
+    null_paths: int
+    new_rows: int
+    null_new_sha: int
+
+    @classmethod
+    def read(cls, source: RowsSource, keys: pd.Series | None, slice_rows: int) -> _ManifestWhole:
+        import numpy as np
+
+        columns: list[str] | None = None
+        ids, path_hashes, sha_hashes, values = [], [], [], []
+        rows = null_paths = 0
+        for piece in table_slices(source, slice_rows):
+            if columns is None:
+                columns = piece.column_names
+            if ROW in piece.column_names:
+                ids.append(piece.column(ROW))
+            if "path" in piece.column_names:
+                path_hashes.append(hashes(piece.column("path")))
+                null_paths += piece.column("path").null_count
+            if "sha256" in piece.column_names:
+                sha_hashes.append(hashes(piece.column("sha256")))
+                if keys is not None and ROW in piece.column_names:
+                    values.append(piece.column(ROW).to_pandas().map(keys).to_numpy())
+                else:
+                    values.append(np.arange(rows, rows + piece.num_rows, dtype=np.float64))
+            rows += piece.num_rows
+        columns = list(columns or [])
+        new_values = None
+        new_rows = null_new_sha = 0
+        if "sha256" in columns:
+            pairs = pd.DataFrame(
+                {"sha": np.concatenate(sha_hashes), "values": np.concatenate(values)}
+            )
+            new_values = (~pairs.duplicated(keep="first")).to_numpy()
+            new_rows = int(new_values.sum())
+        suspects = np.zeros(rows, dtype=bool)
+        if path_hashes:
+            suspects |= _repeated(np.concatenate(path_hashes), _NULL_HASH)
+        if new_values is not None:
+            sha = np.concatenate(sha_hashes)
+            null_new_sha = int((new_values & (sha == _NULL_HASH)).sum())
+            suspects |= new_values & _repeated(
+                np.where(new_values, sha, np.uint64(_NULL_HASH)), _NULL_HASH
+            )
+        whole = cls(
+            source, slice_rows, columns + (["new_values"] if new_values is not None else []),
+            manifest_row_column(columns), rows,
+            pa.chunked_array(ids, pa.int64()) if ids else None,
+            new_values, pd.DataFrame(), null_paths, new_rows, null_new_sha,
+        )  # fmt: skip
+        whole.repeats = whole._read_repeats(np.flatnonzero(suspects))
+        return whole
+
+    def slices(self) -> Iterator[tuple[int, pa.Table]]:
+        """The manifest again, slice by slice, each with the position of its first row."""
+        first = 1
+        for piece in table_slices(self.source, self.slice_rows):
+            yield first, piece
+            first += piece.num_rows
+
+    def new_values_of(self, first: int, piece: pa.Table) -> Any:
+        if self.new_values is None:
+            return None
+        return self.new_values[first - 1 : first - 1 + piece.num_rows]
+
+    def ids_frame(self) -> pd.DataFrame:
+        """Every row's id (and row number): the row count and repeated row numbers."""
+        if self.ids is not None:
+            return pa.table({ROW: self.ids}).to_pandas()
+        return pd.DataFrame({self.row_column: range(1, self.rows + 1)})
+
+    def repeats_frame(self) -> pd.DataFrame:
+        return self.repeats
+
+    def _read_repeats(self, positions: Any) -> pd.DataFrame:
+        """The rows at ``positions`` (0-based), as ``manifest_frame`` builds them."""
+        wanted = [c for c in (self.row_column, "path", "sha256", "new_values") if c]
+        frames: list[pd.DataFrame] = []
+        for first, piece in self.slices():
+            start = first - 1
+            here = positions[(positions >= start) & (positions < start + piece.num_rows)]
+            if len(here) == 0 and frames:
+                continue
+            taken = piece.take(pa.array(here - start, pa.int64()))
+            frame, _ = manifest_frame(
+                taken, None, first_row=1, new_values=self.new_values[here]
+                if self.new_values is not None else None,
+            )  # fmt: skip
+            if self.row_column != ROW:
+                frame[self.row_column] = here + 1
+            frames.append(frame[[c for c in wanted if c in frame.columns]])
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def as_on_every_row(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The uniqueness outcomes on the repeated rows, counted over the whole manifest."""
+        outcomes = []
+        for outcome in result.get("results", []):
+            config = outcome["expectation_config"]
+            column = (config.get("kwargs") or {}).get("column")
+            fixed = dict(outcome.get("result") or {})
+            if column == "sha256":
+                fixed.update(element_count=self.new_rows, missing_count=self.null_new_sha)
+            else:
+                fixed.update(element_count=self.rows, missing_count=self.null_paths)
+            outcomes.append({**outcome, "result": with_percents(fixed)})
+        return {**result, "results": outcomes}
+
+
+#: What ``slices.hashes`` gives every null (pandas hashes None to this).
+_NULL_HASH = 0xFFFFFFFFFFFFFFFF
+
+
+def _repeated(values: Any, null: int) -> Any:
+    """Which entries of ``values`` (numpy uint64) occur more than once, nulls left out."""
+    import numpy as np
+
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    same = np.zeros(len(values), dtype=bool)
+    if len(values) > 1:
+        equal = ranked[1:] == ranked[:-1]
+        same[1:] |= equal
+        same[:-1] |= equal
+    repeated = np.zeros(len(values), dtype=bool)
+    repeated[order] = same
+    return repeated & (values != null)
 
 
 def input_keys(
@@ -310,22 +543,27 @@ def describe(source: object) -> str:
     return str(source)
 
 
-def _as_written(failure: Failure, table: pa.Table) -> Failure:
-    """``failure`` quoting each sampled cell as the rows hold it: ``'Maybe'``, ``' Gold '``
-    or ``2``, where the suite compared ``maybe``, ``gold`` and ``'2'``. Empty cells stay
-    empty: a required value's failure names rows, not blanks."""
+def _as_written(failure: Failure, cells: Mapping[tuple[str, int], Any]) -> Failure:
+    """``failure`` quoting each sampled cell as the rows hold it (``cells``, by column and
+    row): ``'Maybe'``, ``' Gold '`` or ``2``, where the suite compared ``maybe``, ``gold``
+    and ``'2'``. Empty cells stay empty: a required value's failure names rows, not blanks."""
     rows, values = failure.sample_rows, failure.sample_values
-    if failure.column not in table.column_names or not rows or len(rows) != len(values):
+    column = failure.column
+    if column is None or not rows or len(rows) != len(values):
         return failure
-    cells = table.column(failure.column).take(pa.array([r - 1 for r in rows])).to_pylist()
+    if any((column, row) not in cells for row in rows):
+        return failure
     written = tuple(
-        None if seen is None else _cell(cell) for seen, cell in zip(values, cells, strict=True)
+        None if seen is None else cells[(column, row)]
+        for row, seen in zip(rows, values, strict=True)
     )
     return dataclasses.replace(failure, sample_values=written)
 
 
 def _cell(value: Any) -> Any:
     """A cell as it reads: text, numbers and booleans as they are, dates and others as text."""
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return to_text(value)

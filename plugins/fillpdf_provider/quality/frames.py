@@ -102,10 +102,12 @@ def input_frame(
     pairs: Mapping[str, Field],
     row_column: str,
     date_formats: Mapping[str, str | None] | None = None,
+    first_row: int = 1,
 ) -> pd.DataFrame:
-    """The row ids and, for each column that fills a field, its values as the filler sees them."""
+    """The row ids (from ``first_row``, for a slice) and, for each column that fills a
+    field, its values as the filler sees them."""
     data: dict[str, pa.ChunkedArray | pa.Array] = {
-        row_column: pa.array(range(1, table.num_rows + 1), pa.int64())
+        row_column: pa.array(range(first_row, first_row + table.num_rows), pa.int64())
     }
     for column, form_field in pairs.items():
         date_format = (date_formats or {}).get(form_field.name)
@@ -140,20 +142,30 @@ def text_frame(table: pa.Table) -> pd.DataFrame:
     ).to_pandas()
 
 
-def manifest_frame(table: pa.Table, keys: pd.Series | None) -> tuple[pd.DataFrame, str]:
+def manifest_frame(
+    table: pa.Table,
+    keys: pd.Series | None,
+    *,
+    first_row: int = 1,
+    new_values: Any = None,
+) -> tuple[pd.DataFrame, str]:
     """The manifest with blank errors as nulls, its row id column, and ``new_values``: whether
     a row is the first with its sha256 and its input values (``keys``, by row number).
 
-    Rows that repeat both may share a file's bytes; rows with other values may not.
+    Rows that repeat both may share a file's bytes; rows with other values may not. A slice
+    of a manifest (its first row ``first_row``) is given its ``new_values``, worked out on
+    the whole manifest (``checks.manifest_check``).
     """
     if "error" in table.column_names:
         error = blank_as_null(as_text(table.column("error")))
         table = table.set_column(table.column_names.index("error"), "error", error)
     frame = table.to_pandas()
-    row_column = ROW if ROW in frame.columns else row_id_name(frame.columns, "position")
+    row_column = manifest_row_column(frame.columns)
     if row_column != ROW:
-        frame[row_column] = range(1, len(frame) + 1)
-    if "sha256" in frame.columns:
+        frame[row_column] = range(first_row, first_row + len(frame))
+    if new_values is not None:
+        frame["new_values"] = new_values
+    elif "sha256" in frame.columns:
         if keys is not None and ROW in frame.columns:
             values = frame[ROW].map(keys)
         else:
@@ -161,6 +173,12 @@ def manifest_frame(table: pa.Table, keys: pd.Series | None) -> tuple[pd.DataFram
         pairs = pd.DataFrame({"sha256": frame["sha256"], "values": values})
         frame["new_values"] = ~pairs.duplicated(keep="first")
     return frame, row_column
+
+
+def manifest_row_column(columns: Iterable[str]) -> str:
+    """A manifest's row ids: its ``row`` column, or positions under a free name."""
+    columns = list(columns)
+    return ROW if ROW in columns else row_id_name(columns, "position")
 
 
 def page_box(size: Sequence[float]) -> PageBox:
