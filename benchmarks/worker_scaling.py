@@ -141,6 +141,7 @@ def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report)
             if state != "success":
                 raise RuntimeError(f"the run ended {state}\n{stack.tails()}")
             run_s, fill_s, hosts = _timings(stack, run_id)
+            others = _other_tasks(stack, run_id)
             _check_manifest(args, s3, work)
     cpu = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after}
     side = Side(workers, args.rows, run_s, fill_s, hosts, cpu)
@@ -148,6 +149,9 @@ def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report)
     report(f"  run  {side.run_rate:7,.0f} rows/s ({run_s:6.1f} s, trigger to end)")
     report(f"  fill {side.fill_rate:7,.0f} rows/s ({fill_s:6.1f} s, first chunk start to last end)")
     report(f"  chunks filled by: {', '.join(f'{h} {n}' for h, n in sorted(hosts.items()))}")
+    report("  outside the fill: " + ", ".join(f"{t} {d:.1f} s" for t, d in others)
+           + f"; the rest of the run ({run_s - fill_s - sum(d for _, d in others):.1f} s) "
+           "is scheduling between tasks")  # fmt: skip
     total = sum(cpu.values())
     report(f"  CPU during the run: {total:6.1f} s in all ({total / run_s:4.2f} cores)")
     for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]):
@@ -184,6 +188,16 @@ def _timings(stack: CeleryStack, run_id: str) -> tuple[float, float, dict[str, i
     ):  # fmt: skip
         hosts[host] = hosts.get(host, 0) + 1
     return float(run[0]), float(fill[0]), hosts
+
+
+def _other_tasks(stack: CeleryStack, run_id: str) -> list[tuple[str, float]]:
+    """How long each task outside the fill ran, in the order they ran."""
+    rows = stack.query(
+        "SELECT task_id, EXTRACT(EPOCH FROM end_date - start_date) FROM task_instance "
+        "WHERE dag_id = %s AND run_id = %s AND task_id <> 'fill_chunk' ORDER BY start_date",
+        DAG_ID, run_id,
+    )  # fmt: skip
+    return [(str(task), float(seconds)) for task, seconds in rows]
 
 
 def _check_manifest(args: argparse.Namespace, s3: S3Server | None, work: Path) -> None:
