@@ -124,7 +124,12 @@ def join_outcomes(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     errors = [o for o in outcomes if (o.get("exception_info") or {}).get("raised_exception")]
     if errors:
         joined["exception_info"] = errors[0]["exception_info"]
-    parts = [o.get("result") or {} for o in outcomes]
+    joined["result"] = with_percents(_joined_result([o.get("result") or {} for o in outcomes]))
+    return joined
+
+
+def _joined_result(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Slices' GX ``result`` parts: counts added, sample lists in order up to the sample."""
     result = dict(parts[0])
     for key in _SUMMED:
         if any(key in p for p in parts):
@@ -136,8 +141,7 @@ def join_outcomes(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         result["partial_unexpected_counts"] = _value_counts(
             result.get("partial_unexpected_list") or []
         )
-    joined["result"] = with_percents(result)
-    return joined
+    return result
 
 
 def with_percents(result: dict[str, Any]) -> dict[str, Any]:
