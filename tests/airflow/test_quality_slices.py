@@ -32,7 +32,7 @@ from tests.airflow.test_quality import (
 )
 
 WHOLE = 10**9
-SLICES = (1, 3, 7, 24)
+SLICES = (3, 7)
 
 
 @pytest.fixture(scope="module")
