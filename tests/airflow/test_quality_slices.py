@@ -139,3 +139,32 @@ def test_rows_with_the_same_values_may_share_a_sha256_across_slices(
             manifest_check(frame, input_rows=rows, template_fields=form, slice_rows=slice_rows),
             whole,
         )
+
+
+def test_rows_with_the_same_sha256_and_values_after_the_first_are_not_new() -> None:
+    """``first_of_pairs`` marks what pandas' ``duplicated(keep="first")`` leaves, on pairs
+    that repeat in either column alone and in both."""
+    import numpy as np
+
+    from fillpdf_provider.quality.manifest_whole import first_of_pairs
+
+    rng = np.random.default_rng(7)
+    sha = rng.integers(0, 5, 2000).astype(np.uint64)
+    values = rng.integers(0, 7, 2000).astype(np.uint64)
+    expected = ~pd.DataFrame({"sha": sha, "values": values}).duplicated(keep="first")
+    assert first_of_pairs(sha, values).tolist() == expected.tolist()
+    assert first_of_pairs(sha[:0], values[:0]).tolist() == []
+
+
+def test_a_manifest_row_numbered_outside_the_input_has_no_input_key() -> None:
+    """Row numbers past the input, below 1, null or not numbers at all share one key, as
+    rows whose values can't be told apart."""
+    import numpy as np
+
+    from fillpdf_provider.quality.manifest_whole import NULL_HASH, keys_by_row
+
+    keys = np.array([11, 12, 13], dtype=np.uint64)
+    ids = pa.chunked_array([[3, 1, 4, 0, None, -2]], pa.int64())
+    assert keys_by_row(ids, keys).tolist() == [13, 11, *[int(NULL_HASH)] * 4]
+    assert keys_by_row(pa.chunked_array([["x", "2"]]), keys).tolist() == [int(NULL_HASH)] * 2
+    assert keys_by_row(ids, keys[:0]).tolist() == [int(NULL_HASH)] * 6

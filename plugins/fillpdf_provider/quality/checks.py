@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 import os
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -34,21 +34,14 @@ from fillpdf_provider.quality.frames import (
     RowsSource,
     input_frame,
     manifest_frame,
-    manifest_row_column,
     row_id_name,
     schema_frame,
     text_frame,
     values_key,
 )
+from fillpdf_provider.quality.manifest_whole import ManifestWhole, on_repeats, on_row_numbers
 from fillpdf_provider.quality.report import Failure, QualityReport, enforce
-from fillpdf_provider.quality.slices import (
-    SLICE_ROWS,
-    hashes,
-    join_results,
-    split_suite,
-    table_slices,
-    with_percents,
-)
+from fillpdf_provider.quality.slices import SLICE_ROWS, join_results, split_suite, table_slices
 from fillpdf_provider.quality.suites import input_suite, manifest_suite, schema_suite
 
 SchemaEntries = Sequence[Field | Mapping[str, Any]]
@@ -309,21 +302,16 @@ def manifest_check(
     started = time.perf_counter()
     keys = None
     if input_rows is not None:
-        parts, counted = [], 0
-        for piece in table_slices(input_rows, slice_rows):
-            key = input_keys(piece, template_fields, mapping)
-            key.index = pd.RangeIndex(counted + 1, counted + 1 + piece.num_rows)
-            parts.append(key)
-            counted += piece.num_rows
-        keys = pd.concat(parts) if parts else None
+        keys = input_key_array(input_rows, template_fields, mapping, slice_rows)
         if expected_rows is None:
-            expected_rows = counted
-    whole = _ManifestWhole.read(manifest, keys, slice_rows)
+            expected_rows = len(keys)
+    whole = ManifestWhole.read(manifest, keys, slice_rows)
+    del keys  # 8 bytes an input row, no longer needed
     gx_seconds = 0.0
     with quiet_gx():
         suite = manifest_suite(expected_rows, whole.columns)
-        by_ids, rest = split_suite(suite, _on_row_numbers)
-        by_values, row_wise = split_suite(rest, _on_repeats)
+        by_ids, rest = split_suite(suite, on_row_numbers)
+        by_values, row_wise = split_suite(rest, on_repeats)
         results = []
         for first, piece in whole.slices():
             frame, row_column = manifest_frame(
@@ -344,162 +332,6 @@ def manifest_check(
     return report
 
 
-def _on_row_numbers(expectation: Any) -> bool:
-    """The expectations that span rows and need only the row numbers."""
-    kind = type(expectation).__name__
-    column = getattr(expectation, "column", None)
-    return kind == "ExpectTableRowCountToEqual" or (
-        kind == "ExpectColumnValuesToBeUnique" and column == ROW
-    )
-
-
-def _on_repeats(expectation: Any) -> bool:
-    """Unique files and sha256: checked on the rows whose hash repeats."""
-    return type(expectation).__name__ == "ExpectColumnValuesToBeUnique"
-
-
-@dataclasses.dataclass
-class _ManifestWhole:
-    """What the expectations that span rows need of a whole manifest, a few bytes a row:
-    its row numbers, each row's ``new_values``, and the rows whose file or sha256 hash
-    repeats (with their real values, read again)."""
-
-    source: RowsSource
-    slice_rows: int
-    columns: list[str]
-    row_column: str
-    rows: int
-    ids: pa.ChunkedArray | None
-    new_values: Any
-    repeats: pd.DataFrame
-    null_paths: int
-    new_rows: int
-    null_new_sha: int
-
-    @classmethod
-    def read(cls, source: RowsSource, keys: pd.Series | None, slice_rows: int) -> _ManifestWhole:
-        import numpy as np
-
-        columns: list[str] | None = None
-        ids, path_hashes, sha_hashes, values = [], [], [], []
-        rows = null_paths = 0
-        for piece in table_slices(source, slice_rows):
-            if columns is None:
-                columns = piece.column_names
-            if ROW in piece.column_names:
-                ids.append(piece.column(ROW))
-            if "path" in piece.column_names:
-                path_hashes.append(hashes(piece.column("path")))
-                null_paths += piece.column("path").null_count
-            if "sha256" in piece.column_names:
-                sha_hashes.append(hashes(piece.column("sha256")))
-                if keys is not None and ROW in piece.column_names:
-                    values.append(piece.column(ROW).to_pandas().map(keys).to_numpy())
-                else:
-                    values.append(np.arange(rows, rows + piece.num_rows, dtype=np.float64))
-            rows += piece.num_rows
-        columns = list(columns or [])
-        new_values = None
-        new_rows = null_new_sha = 0
-        if "sha256" in columns:
-            pairs = pd.DataFrame(
-                {"sha": np.concatenate(sha_hashes), "values": np.concatenate(values)}
-            )
-            new_values = (~pairs.duplicated(keep="first")).to_numpy()
-            new_rows = int(new_values.sum())
-        suspects = np.zeros(rows, dtype=bool)
-        if path_hashes:
-            suspects |= _repeated(np.concatenate(path_hashes), _NULL_HASH)
-        if new_values is not None:
-            sha = np.concatenate(sha_hashes)
-            null_new_sha = int((new_values & (sha == _NULL_HASH)).sum())
-            suspects |= new_values & _repeated(
-                np.where(new_values, sha, np.uint64(_NULL_HASH)), _NULL_HASH
-            )
-        whole = cls(
-            source, slice_rows, columns + (["new_values"] if new_values is not None else []),
-            manifest_row_column(columns), rows,
-            pa.chunked_array(ids, pa.int64()) if ids else None,
-            new_values, pd.DataFrame(), null_paths, new_rows, null_new_sha,
-        )  # fmt: skip
-        whole.repeats = whole._read_repeats(np.flatnonzero(suspects))
-        return whole
-
-    def slices(self) -> Iterator[tuple[int, pa.Table]]:
-        """The manifest again, slice by slice, each with the position of its first row."""
-        first = 1
-        for piece in table_slices(self.source, self.slice_rows):
-            yield first, piece
-            first += piece.num_rows
-
-    def new_values_of(self, first: int, piece: pa.Table) -> Any:
-        if self.new_values is None:
-            return None
-        return self.new_values[first - 1 : first - 1 + piece.num_rows]
-
-    def ids_frame(self) -> pd.DataFrame:
-        """Every row's id (and row number): the row count and repeated row numbers."""
-        if self.ids is not None:
-            return pa.table({ROW: self.ids}).to_pandas()
-        return pd.DataFrame({self.row_column: range(1, self.rows + 1)})
-
-    def repeats_frame(self) -> pd.DataFrame:
-        return self.repeats
-
-    def _read_repeats(self, positions: Any) -> pd.DataFrame:
-        """The rows at ``positions`` (0-based), as ``manifest_frame`` builds them."""
-        wanted = [c for c in (self.row_column, "path", "sha256", "new_values") if c]
-        frames: list[pd.DataFrame] = []
-        for first, piece in self.slices():
-            start = first - 1
-            here = positions[(positions >= start) & (positions < start + piece.num_rows)]
-            if len(here) == 0 and frames:
-                continue
-            taken = piece.take(pa.array(here - start, pa.int64()))
-            frame, _ = manifest_frame(
-                taken, None, first_row=1, new_values=self.new_values[here]
-                if self.new_values is not None else None,
-            )  # fmt: skip
-            if self.row_column != ROW:
-                frame[self.row_column] = here + 1
-            frames.append(frame[[c for c in wanted if c in frame.columns]])
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-    def as_on_every_row(self, result: dict[str, Any]) -> dict[str, Any]:
-        """The uniqueness outcomes on the repeated rows, counted over the whole manifest."""
-        outcomes = []
-        for outcome in result.get("results", []):
-            config = outcome["expectation_config"]
-            column = (config.get("kwargs") or {}).get("column")
-            fixed = dict(outcome.get("result") or {})
-            if column == "sha256":
-                fixed.update(element_count=self.new_rows, missing_count=self.null_new_sha)
-            else:
-                fixed.update(element_count=self.rows, missing_count=self.null_paths)
-            outcomes.append({**outcome, "result": with_percents(fixed)})
-        return {**result, "results": outcomes}
-
-
-#: What ``slices.hashes`` gives every null (pandas hashes None to this).
-_NULL_HASH = 0xFFFFFFFFFFFFFFFF
-
-
-def _repeated(values: Any, null: int) -> Any:
-    """Which entries of ``values`` (numpy uint64) occur more than once, nulls left out."""
-    import numpy as np
-
-    order = np.argsort(values, kind="stable")
-    ranked = values[order]
-    same = np.zeros(len(values), dtype=bool)
-    if len(values) > 1:
-        equal = ranked[1:] == ranked[:-1]
-        same[1:] |= equal
-        same[:-1] |= equal
-    repeated = np.zeros(len(values), dtype=bool)
-    repeated[order] = same
-    return repeated & (values != null)
-
-
 def input_keys(
     inputs: pa.Table,
     template_fields: Any = None,
@@ -515,6 +347,23 @@ def input_keys(
         keys = values_key(input_frame(inputs, pairs, row_id_name(pairs)), pairs)
     keys.index = pd.RangeIndex(1, inputs.num_rows + 1)
     return keys
+
+
+def input_key_array(
+    input_rows: RowsSource,
+    template_fields: Any = None,
+    mapping: Mapping[str, str | None] | None = None,
+    slice_rows: int = SLICE_ROWS,
+) -> Any:
+    """``input_keys`` of every input row, read a slice at a time: numpy ``uint64``, row
+    ``n``'s key at ``n - 1`` (8 bytes a row, and no index to look row numbers up in)."""
+    import numpy as np
+
+    parts = [
+        input_keys(piece, template_fields, mapping).to_numpy(np.uint64)
+        for piece in table_slices(input_rows, slice_rows)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
 
 
 CHECKS: dict[str, Callable[..., QualityReport]] = {
