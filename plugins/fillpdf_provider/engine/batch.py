@@ -1,14 +1,16 @@
 """Mail-merge: one template, a table of rows, one PDF per row, and a manifest of them all.
 
 Rows stream in record batches (pyarrow), so memory stays flat however long the table is.
-Outputs go to a sink that only ever shows whole files: a local folder (each PDF written to a
-temporary name and renamed) or anything with the same two methods, such as a folder in
-object storage. The manifest is built in a local temporary file and published once the last
-row is done, so a crash leaves no half-written file behind.
+Outputs go to a sink that only ever shows whole files: a local folder (``files.write_atomic``)
+or anything with the same methods, such as a folder in object storage. Each row's file is
+written on a thread of its own while the next rows fill (``in_order``), and a row is in the
+manifest only once its file is written. The manifest is built in a local temporary file and
+published once the last row is done, so a crash leaves no half-written file behind.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import os
@@ -38,6 +40,7 @@ from fillpdf_provider.engine.files import (
     write_atomic,
 )
 from fillpdf_provider.engine.fillable import Form
+from fillpdf_provider.engine.in_order import InOrder
 from fillpdf_provider.engine.schema import Field
 
 MANIFEST_NAME = "manifest.parquet"
@@ -55,6 +58,10 @@ MANIFEST_SCHEMA = pa.schema(
     ]
 )
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
+#: Files a batch fills ahead of its writes (each written on a thread of its own: ``in_order``).
+WRITE_AHEAD = 32
+#: What makes a row a bad row, recorded in the manifest, rather than stopping the batch.
+ROW_ERRORS = (FillPdfError, ValueError, TypeError, OSError)
 SHOWN_COLUMNS = 20  # columns a name-template error lists; the rest are counted
 EXAMPLE_NAMES = "{row}.pdf or {id}-{last_name}.pdf"
 
@@ -427,16 +434,17 @@ def fill_rows(
     manifest = _ManifestWriter(filler.sink, manifest_name)
     report = _Progress(progress, progress_every)
     finished = False  # a manifest is published only for rows whose files are published
+    fail = on_error == "fail"  # each file written before the next row: nothing after a bad one
     try:
-        for row, cells in _numbered_rows(first, batches, start_row, row_range):
-            record = filler.fill(row, cells)
-            manifest.add(record)
-            _tally(summary, row, record)
-            if "exception" in record and on_error == "fail":
-                finished = True  # the manifest shows the rows before the bad one
-                raise RowError(row, record["exception"])
-            report.tick(summary)
+        with InOrder[_Record](0 if fail else WRITE_AHEAD, "fillpdf-write") as writes:
+            for row, cells in _numbered_rows(first, batches, start_row, row_range):
+                filler.fill(row, cells, writes)
+                _record(writes.ready(), manifest, summary, report, fail)
+            _record(writes.rest(), manifest, summary, report, fail)
         finished = True
+    except RowError:
+        finished = True  # the manifest shows the rows up to the bad one
+        raise
     finally:
         summary.seconds = time.perf_counter() - report.started
         if finished:
@@ -446,6 +454,23 @@ def fill_rows(
     summary.finished = True
     report.done(summary)
     return summary
+
+
+def _record(
+    records: Iterator[_Record],
+    manifest: _ManifestWriter,
+    summary: BatchSummary,
+    report: _Progress,
+    fail: bool,
+) -> None:
+    """Add rows whose files are written (or that failed) to the manifest and the summary;
+    with ``fail``, stop at a bad one."""
+    for record in records:
+        manifest.add(record)
+        _tally(summary, record["row"], record)
+        if "exception" in record and fail:
+            raise RowError(record["row"], record["exception"])
+        report.tick(summary)
 
 
 class _Progress:
@@ -564,24 +589,22 @@ class _RowFiller:
         )
         return cls(template, fields, date_formats(template), plan.pairs, names, sink), summary
 
-    def fill(self, row: int, cells: Mapping[str, object]) -> _Record:
-        """Fill and write one row; a row that cannot be filled is recorded, not raised."""
+    def fill(self, row: int, cells: Mapping[str, object], writes: InOrder[_Record]) -> None:
+        """Fill one row and hand its file to ``writes``, whose result is the row's manifest
+        record; a row that cannot be filled or written is recorded, not raised."""
         try:
             data, cut = self._filled(cells)
             file_name = self.names.name(row, cells)
+        except ROW_ERRORS as exc:
+            writes.put_done(_failed(row, exc))
+            return
+        writes.put(functools.partial(self._write, row, file_name, data, cut))
+
+    def _write(self, row: int, file_name: str, data: bytes, cut: tuple[str, ...]) -> _Record:
+        try:
             self.sink.write(file_name, data)
-        except (FillPdfError, ValueError, TypeError, OSError) as exc:
-            return {
-                "row": row,
-                "path": None,
-                "sha256": None,
-                "pages": None,
-                "bytes": None,
-                "status": "error",
-                "error": str(exc),
-                "cut": None,
-                "exception": exc,
-            }
+        except ROW_ERRORS as exc:
+            return _failed(row, exc)
         return {
             "row": row,
             "path": file_name,
@@ -604,6 +627,21 @@ class _RowFiller:
             return self.template.fill(values, flatten=self.flatten), ()
         filled = self.template.fill_result(values, flatten=self.flatten, fit=self.fit)
         return filled.pdf, filled.cut
+
+
+def _failed(row: int, exc: Exception) -> _Record:
+    """The manifest record of a row that could not be filled or written."""
+    return {
+        "row": row,
+        "path": None,
+        "sha256": None,
+        "pages": None,
+        "bytes": None,
+        "status": "error",
+        "error": str(exc),
+        "cut": None,
+        "exception": exc,
+    }
 
 
 def _check_required(
