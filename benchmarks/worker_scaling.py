@@ -13,7 +13,10 @@ hosts: a shared volume, or object storage; ``--store s3`` puts them in a local m
 whose own CPU then shares the cores). Reported for each side, from the metadata database:
 rows/s over the whole run and over the fill (first chunk start to last chunk end), which
 worker filled each chunk, and the CPU each component used during the run (each process and
-the children it reaped). Then the ratio of two workers to one (goal >= 1.6x).
+the children it reaped). Then the ratio of two workers to one (goal >= 1.6x), beside the
+machine's own ceiling: the engine alone (no Airflow, no files) filling ``--ceiling-rows``
+rows in one process, then in two at once, each its own copy of the rows. No deployment of
+two workers can scale past what two processes of pure filling get from these cores.
 
     .venv/bin/python benchmarks/worker_scaling.py [--rows 100000] [--chunks 8]
 """
@@ -27,6 +30,7 @@ import io
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -106,6 +110,23 @@ def component_cpu(stack: CeleryStack, since: float) -> dict[str, float]:
         if roots:
             cpu[label] = sum(tree_cpu(p) for p in roots)
     return cpu
+
+
+def ceiling(rows: int, work: Path) -> tuple[float, float]:
+    """Rows/s of the engine alone (``mail_merge_bench.py --engine-only``) in one process,
+    then summed over two processes run at once on the same rows."""
+    table = work / "ceiling.parquet"
+    pq.write_table(rows_table(rows), table)
+    command = [sys.executable, str(REPO_ROOT / "benchmarks" / "mail_merge_bench.py"),
+               "--engine-only", str(table)]  # fmt: skip
+    rates = []
+    for processes in (1, 2):
+        started = time.perf_counter()
+        running = [psutil.Popen(command, stdout=subprocess.DEVNULL) for _ in range(processes)]
+        if any(one.wait() != 0 for one in running):
+            raise RuntimeError("the engine-only fill failed: run it alone to see why")
+        rates.append(processes * rows / (time.perf_counter() - started))
+    return rates[0], rates[1]
 
 
 def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report) -> Side:
@@ -217,13 +238,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--chunks", type=int, default=8)
     p.add_argument("--store", choices=("local", "s3"), default="local")
     p.add_argument("--timeout", type=float, default=3600, help="seconds a run may take")
+    p.add_argument("--ceiling-rows", type=int, default=20_000,
+                   help="rows of the engine-alone ceiling (0 leaves it out)")  # fmt: skip
+    p.add_argument("--ceiling-only", action="store_true", help="measure only the ceiling")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="report file, or - for stdout only")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    why = missing_parts()
+    why = None if args.ceiling_only else missing_parts()
     if why:
         print(f"the Celery stack can't start: {why}", file=sys.stderr)
         return 2
@@ -235,6 +259,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     report("  " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v))
     report(f"  settings: {args.rows:,} rows, {args.chunks} chunks, store {args.store}, "
            "worker concurrency 1; every process of the stack shares the same cores")  # fmt: skip
+    limit = None
+    if args.ceiling_rows:
+        progress(f"the ceiling: {args.ceiling_rows:,} rows, engine alone, 1 process then 2")
+        with tempfile.TemporaryDirectory(prefix="fillpdf-ceiling-") as folder:
+            alone, pair = ceiling(args.ceiling_rows, Path(folder))
+        limit = pair / alone
+        report("== the machine's ceiling: the engine alone, no Airflow and no files")
+        report(f"  one process {alone:7,.0f} rows/s; two at once {pair:7,.0f} rows/s in all: "
+               f"{limit:4.2f}x")  # fmt: skip
+    if not args.ceiling_only:
+        _scaling(args, report, limit)
+    text = report.text()
+    if args.out != "-":
+        Path(args.out).write_text(text)
+    return 0
+
+
+def _scaling(args: argparse.Namespace, report: Report, limit: float | None) -> None:
+    """The DAG on one worker, then two, and the ratio."""
     sides = []
     for workers in (1, 2):
         with tempfile.TemporaryDirectory(prefix="fillpdf-scaling-") as folder:
@@ -252,11 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report(f"  worker CPU per row (both sides' mean): {worker_cpu:.2f} ms")
     report(f"  {'PASS' if run_ratio >= GOAL else 'FAIL'}  two workers ÷ one, whole run: "
            f"{run_ratio:.2f}x (goal >= {GOAL}x)")  # fmt: skip
-    text = report.text()
-    if args.out != "-":
-        Path(args.out).write_text(text)
+    if limit is not None:
+        report(f"  the machine's ceiling for any two workers: {limit:.2f}x; the fill gets "
+               f"{fill_ratio / limit:.0%} of it, the run {run_ratio / limit:.0%}")  # fmt: skip
     print(json.dumps({"run_ratio": round(run_ratio, 3), "fill_ratio": round(fill_ratio, 3)}))
-    return 0
 
 
 if __name__ == "__main__":

@@ -178,8 +178,9 @@ def _user() -> str:
 class Store:
     """A folder of outputs, local or in object storage, that only ever shows whole files.
 
-    Locally each file is written to a temporary name and renamed. In an object store an
-    object appears only when its upload completes, so a key is written once, whole.
+    Locally each file is written whole before it gets its name (``files.write_atomic``). In
+    an object store an object appears only when its upload completes, so a key is written
+    once, whole.
     ``Store`` is also the engine's output sink (``write`` and ``publish``). With ``batched``,
     remote writes are grouped and uploaded concurrently; ``publish`` and ``flush`` upload
     what is pending first, so a manifest is never published before the files it lists.
