@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,11 @@ class _CountingForm:
 class _Sink(FolderSink):
     """A folder whose writes can fail for some names, and that notes each write's thread."""
 
-    def __init__(self, folder: Path, failing: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def __init__(self, folder: Path, failing: Collection[str] = ()) -> None:
         super().__init__(folder)
-        self.failing, self.written, self.threads = failing, [], set()
+        self.failing = set(failing)
+        self.written: list[str] = []
+        self.threads: set[int] = set()
 
     def write(self, name: str, data: bytes) -> None:
         self.threads.add(threading.get_ident())

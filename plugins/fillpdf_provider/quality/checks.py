@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -357,8 +358,6 @@ def input_key_array(
 ) -> Any:
     """``input_keys`` of every input row, read a slice at a time: numpy ``uint64``, row
     ``n``'s key at ``n - 1`` (8 bytes a row, and no index to look row numbers up in)."""
-    import numpy as np
-
     parts = [
         input_keys(piece, template_fields, mapping).to_numpy(np.uint64)
         for piece in table_slices(input_rows, slice_rows)

@@ -27,6 +27,9 @@ from fillpdf_provider.quality.slices import hashes, table_slices, with_percents
 #: What ``slices.hashes`` gives every null (pandas hashes None to this); also the input key
 #: of a row whose number is not an input row's.
 NULL_HASH = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: Hashing reads the manifest in this many pieces a slice: a slice's strings are hashed
+#: through a Python object each, and a smaller piece leaves the allocator less to keep.
+HASHED_SLICES = 5
 
 
 def on_row_numbers(expectation: Any) -> bool:
@@ -97,7 +100,7 @@ class ManifestWhole:
         """Read ``source`` once; ``keys`` (``checks.input_key_array``) are the input rows'
         keys, or None to treat every row's values as its own."""
         hashed = _Hashed()
-        for piece in table_slices(source, max(1, slice_rows // 5)):
+        for piece in table_slices(source, max(1, slice_rows // HASHED_SLICES)):
             hashed.add(piece, keys)
         columns = list(hashed.columns or [])
         new_values = None
@@ -185,9 +188,9 @@ def keys_by_row(ids: pa.ChunkedArray, keys: Any) -> Any:
         numbers = pc.fill_null(ids.cast(pa.int64()), 0).to_numpy()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not row numbers at all
         return np.full(len(ids), NULL_HASH)
-    known = (numbers >= 1) & (numbers <= len(keys))
     if not len(keys):
         return np.full(len(ids), NULL_HASH)
+    known = (numbers >= 1) & (numbers <= len(keys))
     return np.where(known, keys[np.where(known, numbers - 1, 0)], NULL_HASH)
 
 
