@@ -252,6 +252,11 @@ class Store:
             shutil.copyfileobj(src, dst, COPY_BUFFER)
         path.unlink()
 
+    def plain_folder(self) -> Path | None:
+        """The local folder, when ``write`` is this class's: a batch's writer process may
+        then write the files there itself (``engine.file_writer``)."""
+        return self.local if type(self).write is Store.write else None
+
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
         """A private local folder for files that are built before they are published (beside

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -36,8 +37,10 @@ DEADLINE_S = 120
 # The chunk as a mapped task instance runs it: the operator in a process of its own.
 CHUNK = """
 import json, sys
+import fillpdf_provider.engine.batch
 from fillpdf_provider.operators import BatchFillOperator
 form, rows, out, chunk = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+fillpdf_provider.engine.batch.WRITER_PROCESS_ROWS = int(sys.argv[5])
 BatchFillOperator(
     task_id="fill_chunk", template=form, rows=rows, output_dir=out, chunk=chunk,
     require=True,
@@ -55,9 +58,14 @@ def _rows(path: Path) -> Path:
     return path
 
 
-def _chunk(rows: Path, out: Path, chunk: dict[str, int]) -> subprocess.Popen[bytes]:
+def _chunk(
+    rows: Path, out: Path, chunk: dict[str, int], writer_rows: int
+) -> subprocess.Popen[bytes]:
+    """The chunk in a process; its files written by a writer process of their own when it
+    has at least ``writer_rows`` rows (``batch.WRITER_PROCESS_ROWS``), else on a thread."""
+    args = [str(FORM), str(rows), str(out), json.dumps(chunk), str(writer_rows)]
     return subprocess.Popen(
-        [sys.executable, "-c", CHUNK, str(FORM), str(rows), str(out), json.dumps(chunk)],
+        [sys.executable, "-c", CHUNK, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -67,26 +75,33 @@ def _published(out: Path) -> int:
     return sum(1 for entry in os.scandir(out) if entry.name.endswith(".pdf"))
 
 
-def _run(rows: Path, out: Path, chunk: dict[str, int]) -> None:
-    process = _chunk(rows, out, chunk)
+def _run(rows: Path, out: Path, chunk: dict[str, int], writer_rows: int) -> None:
+    process = _chunk(rows, out, chunk, writer_rows)
     output, _ = process.communicate(timeout=600)
     assert process.returncode == 0, output.decode(errors="replace")[-3000:]
 
 
 @pytest.mark.system
-def test_a_chunk_killed_mid_write_and_run_again_lists_every_row_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer_rows", [0, 10**9], ids=["writer-process", "writer-thread"])
+def test_a_chunk_killed_mid_write_and_run_again_lists_every_row_once(
+    tmp_path: Path, writer_rows: int
+) -> None:
     rows, out = _rows(tmp_path / "rows.parquet"), tmp_path / "out"
     chunks = plan_chunks(str(rows), chunks=2)
     first, second = chunks
 
-    killed = _chunk(rows, out, first)
+    killed = _chunk(rows, out, first, writer_rows)
     deadline = time.monotonic() + DEADLINE_S
     while (not out.is_dir() or _published(out) < KILL_AFTER) and killed.poll() is None:
         assert time.monotonic() < deadline, "the chunk published no PDFs in time"
         time.sleep(0.01)
+    writers = psutil.Process(killed.pid).children()
+    assert len(writers) == (1 if writer_rows == 0 else 0)
     killed.send_signal(signal.SIGKILL)
     killed.wait(30)
     assert killed.returncode == -signal.SIGKILL, "the chunk ended before it could be killed"
+    psutil.wait_procs(writers, timeout=30)  # a writer ends at the end of its pipe
+    assert not any(writer.is_running() for writer in writers)
 
     # What the crash left: whole PDFs only, and no manifest for the killed chunk.
     pdfs = sorted(out.glob("*.pdf"))
@@ -100,8 +115,8 @@ def test_a_chunk_killed_mid_write_and_run_again_lists_every_row_once(tmp_path: P
     with pytest.raises(AirflowFailException, match=r"chunk 0 \(rows 1-1500\)"):
         merge_manifests(str(out), chunks=chunks)
 
-    _run(rows, out, second)
-    _run(rows, out, first)  # the retry
+    _run(rows, out, second, writer_rows)
+    _run(rows, out, first, writer_rows)  # the retry
     summary = merge_manifests(str(out), chunks=chunks)
     assert summary["rows"] == ROWS and summary["failed"] == 0
 

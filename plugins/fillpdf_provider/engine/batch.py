@@ -3,8 +3,9 @@
 Rows stream in record batches (pyarrow), so memory stays flat however long the table is.
 Outputs go to a sink that only ever shows whole files: a local folder (``files.write_atomic``)
 or anything with the same methods, such as a folder in object storage. Each row's file is
-written on a thread of its own while the next rows fill (``in_order``), and a row is in the
-manifest only once its file is written. The manifest is built in a local temporary file and
+written while the next rows fill, by a process of its own for a large batch into a local
+folder (``file_writer``), else on a thread (``in_order``), and a row is in the manifest only
+once its file is written. The manifest is built in a local temporary file and
 published once the last row is done, so a crash leaves no half-written file behind.
 """
 
@@ -32,6 +33,7 @@ from fillpdf_provider.engine.coerce import coerce_values, is_empty
 from fillpdf_provider.engine.columns import no_column_matches, plan_columns
 from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
+from fillpdf_provider.engine.file_writer import FileWriter, Outcome
 from fillpdf_provider.engine.files import (
     TEMP_SUFFIX,
     private_temp,
@@ -58,8 +60,12 @@ MANIFEST_SCHEMA = pa.schema(
     ]
 )
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
-#: Files a batch fills ahead of its writes (each written on a thread of its own: ``in_order``).
+#: Files a batch fills ahead of its writes (written by a process or a thread of their own).
 WRITE_AHEAD = 32
+#: A batch of a local folder expected to fill at least this many rows has its files written
+#: by a process of its own (``file_writer``): starting it costs about 0.1 s.
+WRITER_PROCESS_ROWS = 10_000
+CSV_ROW_BYTES = 100  # what a CSV row is taken to hold, to tell its rows from its size
 #: What makes a row a bad row, recorded in the manifest, rather than stopping the batch.
 ROW_ERRORS = (FillPdfError, ValueError, TypeError, OSError)
 SHOWN_COLUMNS = 20  # columns a name-template error lists; the rest are counted
@@ -163,7 +169,7 @@ class OutputSink(Protocol):
 
 
 class FolderSink:
-    """A local folder: each file is written to a temporary name, then renamed."""
+    """A local folder: each file is published whole (``files.write_atomic``)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
@@ -177,6 +183,11 @@ class FolderSink:
 
     def uri(self, name: str) -> str:
         return str(self.folder / name)
+
+    def plain_folder(self) -> Path | None:
+        """The folder, when ``write`` is this class's: a writer process may then write the
+        files there itself (``file_writer``); a subclass that writes otherwise says None."""
+        return self.folder if type(self).write is FolderSink.write else None
 
     def scratch(self) -> Path:
         """Where to build a file before publishing it: beside its target, so it is a rename."""
@@ -436,7 +447,8 @@ def fill_rows(
     finished = False  # a manifest is published only for rows whose files are published
     fail = on_error == "fail"  # each file written before the next row: nothing after a bad one
     try:
-        with InOrder[_Record](0 if fail else WRITE_AHEAD, "fillpdf-write") as writes:
+        writes = _writes(filler.sink, rows, row_range, fail)
+        with writes:
             for row, cells in _numbered_rows(first, batches, start_row, row_range):
                 filler.fill(row, cells, writes)
                 _record(writes.ready(), manifest, summary, report, fail)
@@ -549,6 +561,60 @@ def _tally(summary: BatchSummary, row: int, record: _Record) -> None:
         summary.errors.append({"row": row, "error": record["error"]})
 
 
+def _writes(
+    sink: OutputSink,
+    rows: str | os.PathLike[str],
+    row_range: tuple[int, int] | None,
+    fail: bool,
+) -> FileWriter[_Record] | _ThreadWrites:
+    """Who writes a batch's files: a process of its own for a large batch into a plain
+    local folder, else a thread; with ``fail`` the filling thread itself, so that nothing
+    after a bad row is written."""
+    if fail:
+        return _ThreadWrites(sink, 0)
+    plain_folder = getattr(sink, "plain_folder", None)
+    folder = plain_folder() if plain_folder is not None else None
+    if folder is not None and _expected_rows(rows, row_range) >= WRITER_PROCESS_ROWS:
+        writer = FileWriter[_Record].start(folder, WRITE_AHEAD)
+        if writer is not None:
+            return writer
+    return _ThreadWrites(sink, WRITE_AHEAD)
+
+
+def _expected_rows(rows: str | os.PathLike[str], row_range: tuple[int, int] | None) -> int:
+    """About how many rows a batch fills: a Parquet file's count, a CSV's guessed from its
+    size, a chunk's at most its range; 0 for what cannot be told (a pipe)."""
+    path = Path(rows)
+    try:
+        counted = count_rows(path) if path.is_file() else 0
+        if counted is None:
+            counted = path.stat().st_size // CSV_ROW_BYTES
+    except (OSError, ValueError, pa.ArrowException):
+        return 0
+    if row_range is not None:
+        return min(counted, max(0, row_range[1] - row_range[0]))
+    return counted
+
+
+class _ThreadWrites(InOrder[_Record]):
+    """A batch's files written by its sink on a thread of its own (``in_order``), each
+    hashed there; ``ahead=0`` writes each in the caller's thread."""
+
+    def __init__(self, sink: OutputSink, ahead: int) -> None:
+        super().__init__(ahead, "fillpdf-write")
+        self.sink = sink
+
+    def put_file(self, name: str, data: bytes, done: Callable[[Outcome], _Record]) -> None:
+        self.put(functools.partial(self._write, name, data, done))
+
+    def _write(self, name: str, data: bytes, done: Callable[[Outcome], _Record]) -> _Record:
+        try:
+            self.sink.write(name, data)
+        except ROW_ERRORS as exc:
+            return done(exc)
+        return done(hashlib.sha256(data).hexdigest())
+
+
 @dataclass
 class _RowFiller:
     """What every row of a batch is filled with, worked out once before the first row."""
@@ -589,7 +655,9 @@ class _RowFiller:
         )
         return cls(template, fields, date_formats(template), plan.pairs, names, sink), summary
 
-    def fill(self, row: int, cells: Mapping[str, object], writes: InOrder[_Record]) -> None:
+    def fill(
+        self, row: int, cells: Mapping[str, object], writes: FileWriter[_Record] | _ThreadWrites
+    ) -> None:
         """Fill one row and hand its file to ``writes``, whose result is the row's manifest
         record; a row that cannot be filled or written is recorded, not raised."""
         try:
@@ -598,19 +666,21 @@ class _RowFiller:
         except ROW_ERRORS as exc:
             writes.put_done(_failed(row, exc))
             return
-        writes.put(functools.partial(self._write, row, file_name, data, cut))
+        done = functools.partial(self._written, row, file_name, len(data), cut)
+        writes.put_file(file_name, data, done)
 
-    def _write(self, row: int, file_name: str, data: bytes, cut: tuple[str, ...]) -> _Record:
-        try:
-            self.sink.write(file_name, data)
-        except ROW_ERRORS as exc:
-            return _failed(row, exc)
+    def _written(
+        self, row: int, file_name: str, size: int, cut: tuple[str, ...], outcome: Outcome
+    ) -> _Record:
+        """The manifest record of a file once written (``outcome``: its sha256), or not."""
+        if isinstance(outcome, Exception):
+            return _failed(row, outcome)
         return {
             "row": row,
             "path": file_name,
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "sha256": outcome,
             "pages": self.template.page_count,
-            "bytes": len(data),
+            "bytes": size,
             "status": "ok",
             "error": None,
             "cut": list(cut) or None,

@@ -1,0 +1,208 @@
+"""A batch's files written by a process of its own, beside the process that fills them.
+
+Creating a file costs the kernel 90-200 us on some file systems (ext4 on a small virtual
+machine, measured in ``benchmarks/results``), more than the write itself. On a thread that
+time is off the GIL, but each return from the kernel takes the GIL back from the filling
+thread, and together they hold a large batch at about two thirds of what the engine fills
+alone. A second process shares no lock with the filling one: each file goes down a pipe
+(one copy), the writer publishes it whole (``files.write_atomic``) and sends back its
+sha256, in the order the files came.
+
+What a crash leaves: a writer killed mid-file leaves no file (it has no name until it is
+whole); a filling process killed leaves the writer reading the end of its pipe, and it
+stops after the file it is writing, whole. A file sent but not yet confirmed is never in
+the manifest: the rerun writes it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import struct
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Generic, TypeVar
+
+from fillpdf_provider.engine.files import write_atomic
+
+T = TypeVar("T")
+#: Before each file: the length of its name and of its bytes.
+FILE_HEADER = struct.Struct("<II")
+#: Before each answer: 0 and a sha256 digest's length, or an errno (-1: not an OSError) and
+#: the length of the error's text.
+ANSWER_HEADER = struct.Struct("<iI")
+#: The writer's first answer once it has started: a batch waits for it before sending files.
+READY = b"fillpdf-writer-ready\n"
+STOPPING_SECONDS = 10.0  # how long a writer whose pipes broke is given to end, for its status
+MAX_ERROR_TEXT = 1000  # bytes of an error's text sent back: the answers a batch has not
+# read (at most its ahead + 1) never fill the pipe, which would hold both processes still
+#: The outcome of a file: its sha256 (hex), or why it could not be written.
+Outcome = str | Exception
+_SERVE = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from fillpdf_provider.engine.file_writer import serve; sys.exit(serve(sys.argv[2]))"
+)
+
+
+class FileWriterStopped(OSError):
+    """The writer process ended before answering for every file: those files are not in the
+    manifest, and a run again writes them."""
+
+
+class FileWriter(Generic[T]):
+    """Writes files into ``folder`` in a process of its own, at most ``ahead`` unanswered,
+    and gives back each file's result (``done(outcome)``) in the order the files were put."""
+
+    def __init__(self, process: subprocess.Popen[bytes], ahead: int) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process, self.ahead = process, ahead
+        self._to: IO[bytes] = process.stdin
+        self._from: IO[bytes] = process.stdout
+        self._waiting: deque[Callable[[], T]] = deque()  # each gives a result, in turn
+        self.answered = 0
+
+    @classmethod
+    def start(cls, folder: Path, ahead: int) -> FileWriter[T] | None:
+        """A writer for ``folder``, or None where no process can be started (no Python
+        executable to run, a system that refuses): the caller writes the files itself."""
+        if not sys.executable:
+            return None
+        package_root = Path(__file__).resolve().parents[2]
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _SERVE, str(package_root), str(folder)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+            )
+        except OSError:
+            return None
+        assert process.stdout is not None
+        if process.stdout.read(len(READY)) != READY:  # it could not start: say nothing lost
+            _end(process)
+            return None
+        return cls(process, ahead)
+
+    def put_file(self, name: str, data: bytes, done: Callable[[Outcome], T]) -> None:
+        """Send ``data`` to be published as ``name``; ``done(outcome)`` makes its result."""
+        encoded = name.encode("utf-8", "surrogateescape")
+        try:
+            self._to.write(FILE_HEADER.pack(len(encoded), len(data)) + encoded)
+            self._to.write(data)
+            self._to.flush()
+        except (BrokenPipeError, ValueError):
+            raise self._stopped() from None
+        self._waiting.append(lambda: done(self._answer()))
+
+    def put_done(self, result: T) -> None:
+        """A result there was no file for (a row that failed before its write), in its turn."""
+        self._waiting.append(lambda: result)
+
+    def ready(self) -> Iterator[T]:
+        """The oldest results while more than ``ahead`` wait."""
+        while len(self._waiting) > self.ahead:
+            yield self._waiting.popleft()()
+
+    def rest(self) -> Iterator[T]:
+        """Every result still to come, in order."""
+        while self._waiting:
+            yield self._waiting.popleft()()
+
+    def _answer(self) -> Outcome:
+        head = self._from.read(ANSWER_HEADER.size)
+        if len(head) < ANSWER_HEADER.size:
+            raise self._stopped()
+        code, size = ANSWER_HEADER.unpack(head)
+        payload = self._from.read(size)
+        if len(payload) < size:
+            raise self._stopped()
+        self.answered += 1
+        if code == 0:
+            return payload.hex()
+        text = payload.decode("utf-8", "replace")
+        if code < 0:
+            return ValueError(text)
+        error = OSError(text)  # (its text is the writer's, errno and all, as the thread's)
+        error.errno = code
+        return error
+
+    def _stopped(self) -> FileWriterStopped:
+        """The error for a writer whose pipes broke: it has ended, or is ending."""
+        try:
+            how = f"ended with status {self.process.wait(STOPPING_SECONDS)}"
+        except subprocess.TimeoutExpired:
+            how = "is not answering"
+        return FileWriterStopped(
+            f"The process writing this batch's files {how} after {self.answered} files; "
+            "the rows after them are not in a manifest. Run the batch again: it writes them."
+        )
+
+    def close(self) -> None:
+        """Let the writer finish the files already sent (none is cut) and wait for it."""
+        self._waiting.clear()
+        _end(self.process)
+
+    def __enter__(self) -> FileWriter[T]:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Close the writer's input (it stops after the file it is on) and wait for it."""
+    for stream in (process.stdin, process.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:  # (a broken pipe on the last flush: the writer is gone already)
+            pass
+    process.wait()
+
+
+def serve(folder: str) -> int:
+    """The writer's loop: each file read from standard input is published in ``folder``,
+    and its sha256 (or why not) written to standard output. It ends at the end of its input,
+    a file cut short (the filling process died) left unwritten."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the batch, which stops this
+    source, answers, root = sys.stdin.buffer, sys.stdout.buffer, Path(folder)
+    try:
+        answers.write(READY)
+        answers.flush()
+        while _serve_one(source, answers, root):
+            pass
+    except BrokenPipeError:  # the filling process is gone: its manifest lists none of these
+        os.dup2(os.open(os.devnull, os.O_WRONLY), answers.fileno())  # (no error at exit)
+    return 0
+
+
+def _serve_one(source: IO[bytes], answers: IO[bytes], root: Path) -> bool:
+    """Write the next file and answer for it; False at the end of the input."""
+    head = source.read(FILE_HEADER.size)
+    if len(head) < FILE_HEADER.size:
+        return False
+    name_size, data_size = FILE_HEADER.unpack(head)
+    name, data = source.read(name_size), source.read(data_size)
+    if len(name) < name_size or len(data) < data_size:
+        return False
+    try:
+        write_atomic(root / name.decode("utf-8", "surrogateescape"), data)
+    except (OSError, ValueError) as exc:
+        code = (exc.errno or -1) if isinstance(exc, OSError) else -1
+        text = str(exc).encode("utf-8", "replace")[:MAX_ERROR_TEXT]
+        answers.write(ANSWER_HEADER.pack(code, len(text)) + text)
+    else:
+        digest = hashlib.sha256(data).digest()
+        answers.write(ANSWER_HEADER.pack(0, len(digest)) + digest)
+    answers.flush()
+    return True

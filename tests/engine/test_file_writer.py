@@ -1,0 +1,162 @@
+"""A large batch into a local folder has its files written by a process of its own
+(``engine.file_writer``): the same files and manifest as the thread writes, a file that
+can't be written a bad row in its place, and a writer or a filler killed leaves only whole
+files and no manifest."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from pypdf import PdfReader
+
+import fillpdf_provider.engine.batch as batch
+from fillpdf_provider.engine.batch import BatchSummary, fill_rows
+from fillpdf_provider.engine.file_writer import FileWriterStopped
+from fillpdf_provider.engine.files import TEMP_SUFFIX
+from fillpdf_provider.engine.filler import Template
+from kits.cli_support import ROOT
+
+SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
+DEADLINE = 60.0  # seconds a test waits for a condition before it fails
+
+
+def _rows(tmp_path: Path, count: int) -> Path:
+    rows = tmp_path / "rows.csv"
+    lines = ["full_name,city"] + [f"Person {i},Town {i}" for i in range(1, count + 1)]
+    rows.write_text("\n".join(lines) + "\n")
+    return rows
+
+
+def _writers() -> list[psutil.Process]:
+    """This process's writer processes."""
+    return [
+        child
+        for child in psutil.Process().children()
+        if any("file_writer" in part for part in child.cmdline())
+    ]
+
+
+def _manifest(folder: Path) -> list[dict[str, Any]]:
+    return pq.read_table(folder / "manifest.parquet").to_pylist()
+
+
+def _only_whole_files(folder: Path) -> None:
+    for path in folder.iterdir():  # (a killed batch's manifest is cleared by its merge)
+        assert path.name.startswith(".manifest-") or not path.name.endswith(TEMP_SUFFIX), path
+        if path.suffix == ".pdf":
+            assert len(PdfReader(path).pages) == 1, path
+
+
+@pytest.fixture
+def process_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch into a folder, however small, written by a writer process."""
+    monkeypatch.setattr(batch, "WRITER_PROCESS_ROWS", 0)
+
+
+def test_a_writer_process_gives_the_files_and_manifest_the_thread_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _rows(tmp_path, 80)
+    blocked = tmp_path / "{side}" / "out" / "7.pdf"  # a folder where row 7's file would go
+    seen: list[int] = []
+
+    def watch(summary: BatchSummary, seconds: float) -> None:
+        seen.append(len(_writers()))
+
+    outcomes = {}
+    for side, threshold in (("thread", 10**9), ("process", 0)):
+        monkeypatch.setattr(batch, "WRITER_PROCESS_ROWS", threshold)
+        Path(str(blocked).format(side=side)).mkdir(parents=True)
+        out = tmp_path / side / "out"
+        seen.clear()
+        summary = fill_rows(
+            Template(SAMPLE_FORM.read_bytes()), rows, out, progress=watch, progress_every=0
+        )
+        assert (summary.ok, summary.failed) == (79, 1)
+        assert max(seen) == (1 if side == "process" else 0)
+        manifest = _manifest(out)
+        for record in manifest:
+            if record["error"]:  # (the temporary name beside it is random)
+                error = record["error"].replace(str(out), "OUT")
+                record["error"] = re.sub(r"\.[0-9a-f]{12}\.tmp", ".RANDOM.tmp", error)
+        files = {p.name: p.read_bytes() for p in out.glob("*.pdf") if p.is_file()}
+        outcomes[side] = (manifest, files)
+    assert outcomes["process"] == outcomes["thread"]
+    bad = [r for r in outcomes["process"][0] if r["status"] == "error"]
+    assert [r["row"] for r in bad] == [7] and "Is a directory" in bad[0]["error"]
+    assert _writers() == []  # the writer ended with the batch
+
+
+def test_a_writer_killed_mid_batch_stops_it_with_nothing_published(
+    tmp_path: Path, process_writes: None
+) -> None:
+    out = tmp_path / "out"
+
+    def kill_writer(summary: BatchSummary, seconds: float) -> None:
+        if summary.rows == 40:
+            (writer,) = _writers()
+            writer.send_signal(signal.SIGKILL)  # (not waited for here: the batch reaps it)
+
+    with pytest.raises(FileWriterStopped, match=r"ended with status -9 after \d+ files.*again"):
+        fill_rows(
+            Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 400), out,
+            progress=kill_writer, progress_every=0,
+        )  # fmt: skip
+    assert not (out / "manifest.parquet").exists()
+    assert 40 <= len(list(out.glob("*.pdf"))) < 400
+    _only_whole_files(out)
+
+
+FILL = """
+import sys, time
+import fillpdf_provider.engine.batch as batch
+from fillpdf_provider.engine.filler import Template
+batch.WRITER_PROCESS_ROWS = 0
+def report(summary, seconds):
+    if summary.rows == 200:
+        print("filled 200", flush=True)
+        time.sleep(3600)  # killed here
+batch.fill_rows(Template(open(sys.argv[1], "rb").read()), sys.argv[2], sys.argv[3],
+                progress=report, progress_every=0)
+"""
+
+
+def test_a_filler_killed_mid_batch_leaves_its_writer_to_end_with_whole_files(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "plugins")}
+    args = [sys.executable, "-c", FILL, str(SAMPLE_FORM), str(_rows(tmp_path, 2000)), str(out)]
+    filler = subprocess.Popen(args, env=env, stdout=subprocess.PIPE)
+    assert filler.stdout is not None
+    try:
+        assert filler.stdout.readline() == b"filled 200\n"
+        (writer,) = psutil.Process(filler.pid).children()
+        filler.send_signal(signal.SIGKILL)
+        writer.wait(DEADLINE)  # psutil.TimeoutExpired if it outlived its filler
+    finally:
+        filler.kill()
+        filler.wait()
+    assert not (out / "manifest.parquet").exists()
+    assert 200 <= len(list(out.glob("*.pdf"))) <= 200 + batch.WRITE_AHEAD + 1  # (sent, unanswered)
+    _only_whole_files(out)
+
+
+def test_where_no_writer_can_start_the_batch_writes_on_a_thread(
+    tmp_path: Path, process_writes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", "")
+    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 30), tmp_path / "o")
+    assert summary.ok == 30 and len(_manifest(tmp_path / "o")) == 30
+    started = time.monotonic()
+    assert _writers() == [] and time.monotonic() - started < DEADLINE
