@@ -40,7 +40,7 @@ from fillpdf_provider.quality.frames import (
     text_frame,
     values_key,
 )
-from fillpdf_provider.quality.manifest_whole import ManifestWhole, on_repeats, on_row_numbers
+from fillpdf_provider.quality.manifest_whole import ManifestWhole, on_repeats, on_row_count
 from fillpdf_provider.quality.report import Failure, QualityReport, enforce
 from fillpdf_provider.quality.slices import SLICE_ROWS, join_results, split_suite, table_slices
 from fillpdf_provider.quality.suites import input_suite, manifest_suite, schema_suite
@@ -296,9 +296,9 @@ def manifest_check(
     every sha256 must be distinct.
 
     A million-row manifest is checked in the memory of ``slice_rows`` rows and a few bytes
-    a row: the row-by-row expectations run slice by slice; the row count and the row
-    numbers' uniqueness run on the row numbers alone; files and sha256 must be unique among
-    the rows whose 64-bit hash repeats, checked on their real values.
+    a row: the row-by-row expectations run slice by slice, the row count on a frame of one
+    byte a row; row numbers, files and sha256 must be unique among the rows whose 64-bit
+    hash repeats, checked on their real values.
     """
     started = time.perf_counter()
     keys = None
@@ -311,7 +311,7 @@ def manifest_check(
     gx_seconds = 0.0
     with quiet_gx():
         suite = manifest_suite(expected_rows, whole.columns)
-        by_ids, rest = split_suite(suite, on_row_numbers)
+        by_count, rest = split_suite(suite, on_row_count)
         by_values, row_wise = split_suite(rest, on_repeats)
         results = []
         for first, piece in whole.slices():
@@ -322,7 +322,7 @@ def manifest_check(
             results.append(validate("manifest", frame, row_wise, row_column))
             gx_seconds += time.perf_counter() - gx_started
         gx_started = time.perf_counter()
-        results.append(validate("manifest", whole.ids_frame(), by_ids, whole.row_column))
+        results.append(validate("manifest", whole.count_frame(), by_count, whole.row_column))
         repeats = validate("manifest", whole.repeats_frame(), by_values, whole.row_column)
         results.append(whole.as_on_every_row(repeats))
         gx_seconds += time.perf_counter() - gx_started

@@ -3,11 +3,11 @@
 A row number listed once, a file per row, a sha256 shared only by rows that fill the same
 values: these span rows, so they cannot run slice by slice as the row-by-row ones do
 (``slices``). ``ManifestWhole`` reads the manifest once and keeps a few bytes of each row:
-its row number, 64-bit hashes of its file and sha256, and whether it is the first row with
-its sha256 and input values (``new_values``). GX then runs the row count and the row
-numbers' uniqueness on the row numbers alone, and unique files and sha256 on the real
-values of only the rows whose hash repeats, read again: a hash collision costs a row read
-again, never a false failure. Their counts are then set to the whole manifest's.
+64-bit hashes of its row number, file and sha256, and whether it is the first row with
+its sha256 and input values (``new_values``). GX then runs the row count on a frame of
+the row count alone, and unique row numbers, files and sha256 on the real values of only
+the rows whose hash repeats, read again: a hash collision costs a row read again, never a
+false failure. Their counts are then set to the whole manifest's.
 """
 
 from __future__ import annotations
@@ -32,17 +32,13 @@ NULL_HASH = np.uint64(0xFFFFFFFFFFFFFFFF)
 HASHED_SLICES = 5
 
 
-def on_row_numbers(expectation: Any) -> bool:
-    """The expectations that span rows and need only the row numbers."""
-    kind = type(expectation).__name__
-    column = getattr(expectation, "column", None)
-    return kind == "ExpectTableRowCountToEqual" or (
-        kind == "ExpectColumnValuesToBeUnique" and column == ROW
-    )
+def on_row_count(expectation: Any) -> bool:
+    """The row count: checked on a frame of that many rows and one column."""
+    return type(expectation).__name__ == "ExpectTableRowCountToEqual"
 
 
 def on_repeats(expectation: Any) -> bool:
-    """Unique files and sha256: checked on the rows whose hash repeats."""
+    """Unique row numbers, files and sha256: checked on the rows whose hash repeats."""
     return type(expectation).__name__ == "ExpectColumnValuesToBeUnique"
 
 
@@ -52,8 +48,9 @@ class _Hashed:
 
     columns: list[str] | None = None
     rows: int = 0
+    null_ids: int = 0
     null_paths: int = 0
-    ids: list[pa.ChunkedArray] = dataclasses.field(default_factory=list)
+    ids: list[Any] = dataclasses.field(default_factory=list)
     paths: list[Any] = dataclasses.field(default_factory=list)
     sha: list[Any] = dataclasses.field(default_factory=list)
     values: list[Any] = dataclasses.field(default_factory=list)
@@ -63,7 +60,8 @@ class _Hashed:
         if self.columns is None:
             self.columns = names
         if ROW in names:
-            self.ids.append(piece.column(ROW))
+            self.ids.append(hashes(piece.column(ROW)))
+            self.null_ids += piece.column(ROW).null_count
         if "path" in names:
             self.paths.append(hashes(piece.column("path")))
             self.null_paths += piece.column("path").null_count
@@ -80,17 +78,17 @@ class _Hashed:
 @dataclasses.dataclass
 class ManifestWhole:
     """What the expectations that span rows need of a whole manifest, a few bytes a row:
-    its row numbers, each row's ``new_values``, and the rows whose file or sha256 hash
-    repeats (with their real values, read again)."""
+    each row's ``new_values``, and the rows whose row number, file or sha256 hash repeats
+    (with their real values, read again)."""
 
     source: RowsSource
     slice_rows: int
     columns: list[str]
     row_column: str
     rows: int
-    ids: pa.ChunkedArray | None
     new_values: Any
     repeats: pd.DataFrame
+    null_ids: int
     null_paths: int
     new_rows: int
     null_new_sha: int
@@ -106,6 +104,8 @@ class ManifestWhole:
         new_values = None
         new_rows = null_new_sha = 0
         suspects = np.zeros(hashed.rows, dtype=bool)
+        if hashed.ids:
+            suspects |= repeated(_joined(hashed.ids))
         if hashed.paths:
             suspects |= repeated(_joined(hashed.paths))
         if hashed.sha:  # (each whole column dropped once used: 8 bytes a row each)
@@ -118,9 +118,8 @@ class ManifestWhole:
             del sha
         whole = cls(
             source, slice_rows, columns + (["new_values"] if new_values is not None else []),
-            manifest_row_column(columns), hashed.rows,
-            pa.chunked_array(hashed.ids, pa.int64()) if hashed.ids else None,
-            new_values, pd.DataFrame(), hashed.null_paths, new_rows, null_new_sha,
+            manifest_row_column(columns), hashed.rows, new_values, pd.DataFrame(),
+            hashed.null_ids, hashed.null_paths, new_rows, null_new_sha,
         )  # fmt: skip
         whole.repeats = whole._read_repeats(np.flatnonzero(suspects))
         return whole
@@ -137,11 +136,9 @@ class ManifestWhole:
             return None
         return self.new_values[first - 1 : first - 1 + piece.num_rows]
 
-    def ids_frame(self) -> pd.DataFrame:
-        """Every row's id (and row number): the row count and repeated row numbers."""
-        if self.ids is not None:
-            return pa.table({ROW: self.ids}).to_pandas()
-        return pd.DataFrame({self.row_column: range(1, self.rows + 1)})
+    def count_frame(self) -> pd.DataFrame:
+        """A frame of as many rows as the manifest, for its row count: one byte a row."""
+        return pd.DataFrame({self.row_column: np.zeros(self.rows, dtype=np.int8)})
 
     def repeats_frame(self) -> pd.DataFrame:
         return self.repeats
@@ -174,8 +171,10 @@ class ManifestWhole:
             fixed = dict(outcome.get("result") or {})
             if column == "sha256":
                 fixed.update(element_count=self.new_rows, missing_count=self.null_new_sha)
-            else:
+            elif column == "path":
                 fixed.update(element_count=self.rows, missing_count=self.null_paths)
+            else:  # the row numbers
+                fixed.update(element_count=self.rows, missing_count=self.null_ids)
             outcomes.append({**outcome, "result": with_percents(fixed)})
         return {**result, "results": outcomes}
 
