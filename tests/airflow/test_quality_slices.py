@@ -168,3 +168,19 @@ def test_a_manifest_row_numbered_outside_the_input_has_no_input_key() -> None:
     assert keys_by_row(ids, keys).tolist() == [13, 11, *[int(NULL_HASH)] * 4]
     assert keys_by_row(pa.chunked_array([["x", "2"]]), keys).tolist() == [int(NULL_HASH)] * 2
     assert keys_by_row(ids, keys[:0]).tolist() == [int(NULL_HASH)] * 6
+
+
+def test_a_row_number_repeated_beside_a_null_in_another_slice_is_found(filled: Path) -> None:
+    """A slice whose row numbers hold a null reads them as floats; 5.0 and 5 must still be
+    the same row number (hashed alike in every slice)."""
+    frame = pq.read_table(filled / "manifest.parquet").to_pandas()
+    frame["row"] = frame["row"].astype("Int64")
+    frame.loc[4, "row"] = 1  # row 1 again, read in the piece of rows 5-6 (pieces of 2 here)
+    frame.loc[5, "row"] = None  # which a null makes floats
+    for slice_rows in (10, WHOLE):
+        report = manifest_check(frame, slice_rows=slice_rows)
+        (repeated,) = [
+            f for f in report.failures
+            if f.expectation == "expect_column_values_to_be_unique" and f.column == "row"
+        ]  # fmt: skip
+        assert repeated.unexpected_count == 2 and repeated.element_count == len(frame)

@@ -8,16 +8,18 @@ alone. A second process shares no lock with the filling one: each file goes down
 (one copy), the writer publishes it whole (``files.write_atomic``) and sends back its
 sha256, in the order the files came.
 
-What a crash leaves: a writer killed mid-file leaves no file (it has no name until it is
-whole); a filling process killed leaves the writer reading the end of its pipe, and it
-stops after the file it is writing, whole. A file sent but not yet confirmed is never in
-the manifest: the rerun writes it again.
+What a crash leaves: a writer killed mid-file leaves no file where Linux writes it unnamed
+(elsewhere a hidden temporary name, which a merge clears); a filling process killed, or
+stopped by a signal, leaves the writer to write the files already sent to it (at most
+``ahead + 1``), each whole, and end at the end of its pipe: it ignores SIGINT and SIGTERM.
+A file sent but not yet answered for is never in the manifest: the rerun writes it again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import select
 import signal
 import struct
 import subprocess
@@ -39,12 +41,15 @@ ANSWER_HEADER = struct.Struct("<iI")
 #: The writer's first answer once it has started: a batch waits for it before sending files.
 READY = b"fillpdf-writer-ready\n"
 STOPPING_SECONDS = 10.0  # how long a writer whose pipes broke is given to end, for its status
-MAX_ERROR_TEXT = 1000  # bytes of an error's text sent back: the answers a batch has not
-# read (at most its ahead + 1) never fill the pipe, which would hold both processes still
+MAX_ERROR_TEXT = 1000  # bytes of an error's text sent back
+#: What the answers a batch has not read yet (at most ``ahead + 1``) may take: the pipe they
+#: wait in must hold them all, or the writer and the batch could each wait on the other.
+ANSWER_ROOM = ANSWER_HEADER.size + MAX_ERROR_TEXT
+START_SECONDS = 30.0  # how long a writer is given to say it is ready
 #: The outcome of a file: its sha256 (hex), or why it could not be written.
 Outcome = str | Exception
 _SERVE = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "import sys; sys.path.append(sys.argv[1]); "
     "from fillpdf_provider.engine.file_writer import serve; sys.exit(serve(sys.argv[2]))"
 )
 
@@ -68,8 +73,9 @@ class FileWriter(Generic[T]):
 
     @classmethod
     def start(cls, folder: Path, ahead: int) -> FileWriter[T] | None:
-        """A writer for ``folder``, or None where no process can be started (no Python
-        executable to run, a system that refuses): the caller writes the files itself."""
+        """A writer for ``folder``, or None where none can run (no Python executable that
+        answers, a system that refuses, answers that would not fit in a pipe): the caller
+        writes the files itself."""
         if not sys.executable:
             return None
         package_root = Path(__file__).resolve().parents[2]
@@ -80,13 +86,18 @@ class FileWriter(Generic[T]):
                 stdout=subprocess.PIPE,
                 close_fds=True,
             )
-        except OSError:
+        except (OSError, ValueError):
             return None
-        assert process.stdout is not None
-        if process.stdout.read(len(READY)) != READY:  # it could not start: say nothing lost
+        try:
+            if _answers_fit(process, ahead) and _says_ready(process):
+                return cls(process, ahead)
+        except BaseException:  # (Ctrl-C while it starts: no writer left behind)
+            process.kill()
             _end(process)
-            return None
-        return cls(process, ahead)
+            raise
+        process.kill()  # (a process that is not our writer is not waited for)
+        _end(process)
+        return None
 
     def put_file(self, name: str, data: bytes, done: Callable[[Outcome], T]) -> None:
         """Send ``data`` to be published as ``name``; ``done(outcome)`` makes its result."""
@@ -159,6 +170,35 @@ class FileWriter(Generic[T]):
         self.close()
 
 
+def _answers_fit(process: subprocess.Popen[bytes], ahead: int) -> bool:
+    """Whether the pipe of answers holds every answer a batch may leave unread (grown to
+    that where Linux allows); where its size cannot be told, no."""
+    assert process.stdout is not None
+    try:
+        import fcntl
+    except ImportError:  # (Windows: the thread writes there)
+        return False
+    get_size = getattr(fcntl, "F_GETPIPE_SZ", None)
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if get_size is None or set_size is None:  # (not Linux)
+        return False
+    needed = (ahead + 1) * ANSWER_ROOM
+    handle = process.stdout.fileno()
+    try:
+        if fcntl.fcntl(handle, get_size) < needed:
+            fcntl.fcntl(handle, set_size, needed)
+        return bool(fcntl.fcntl(handle, get_size) >= needed)
+    except OSError:  # (past the user's pipe quota)
+        return False
+
+
+def _says_ready(process: subprocess.Popen[bytes]) -> bool:
+    """Whether the process started is a writer: it says so within ``START_SECONDS``."""
+    assert process.stdout is not None
+    readable, _, _ = select.select([process.stdout], [], [], START_SECONDS)
+    return bool(readable) and process.stdout.read(len(READY)) == READY
+
+
 def _end(process: subprocess.Popen[bytes]) -> None:
     """Close the writer's input (it stops after the file it is on) and wait for it."""
     for stream in (process.stdin, process.stdout):
@@ -174,7 +214,8 @@ def serve(folder: str) -> int:
     """The writer's loop: each file read from standard input is published in ``folder``,
     and its sha256 (or why not) written to standard output. It ends at the end of its input,
     a file cut short (the filling process died) left unwritten."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the batch, which stops this
+    for stopping in (signal.SIGINT, signal.SIGTERM):  # the batch stops: its pipe ends this
+        signal.signal(stopping, signal.SIG_IGN)
     source, answers, root = sys.stdin.buffer, sys.stdout.buffer, Path(folder)
     try:
         answers.write(READY)
@@ -197,7 +238,7 @@ def _serve_one(source: IO[bytes], answers: IO[bytes], root: Path) -> bool:
         return False
     try:
         write_atomic(root / name.decode("utf-8", "surrogateescape"), data)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # a bad row, as on the thread, never the end of the batch
         code = (exc.errno or -1) if isinstance(exc, OSError) else -1
         text = str(exc).encode("utf-8", "replace")[:MAX_ERROR_TEXT]
         answers.write(ANSWER_HEADER.pack(code, len(text)) + text)

@@ -60,7 +60,7 @@ class _Hashed:
         if self.columns is None:
             self.columns = names
         if ROW in names:
-            self.ids.append(hashes(piece.column(ROW)))
+            self.ids.append(row_number_hashes(piece.column(ROW)))
             self.null_ids += piece.column(ROW).null_count
         if "path" in names:
             self.paths.append(hashes(piece.column("path")))
@@ -177,6 +177,19 @@ class ManifestWhole:
                 fixed.update(element_count=self.rows, missing_count=self.null_ids)
             outcomes.append({**outcome, "result": with_percents(fixed)})
         return {**result, "results": outcomes}
+
+
+def row_number_hashes(ids: pa.ChunkedArray) -> Any:
+    """``hashes`` of row numbers, alike in every slice: whole numbers as int64 (pandas would
+    hash a slice with a null as floats, 5.0 apart from 5), every null as ``NULL_HASH``."""
+    if pa.types.is_integer(ids.type):
+        ids = ids.cast(pa.int64())
+        found = pd.util.hash_array(pc.fill_null(ids, 0).to_numpy())
+    else:  # text or floats: one type in every slice
+        found = hashes(ids)
+    if ids.null_count:
+        found[pc.is_null(ids).to_numpy(zero_copy_only=False)] = NULL_HASH
+    return found
 
 
 def keys_by_row(ids: pa.ChunkedArray, keys: Any) -> Any:
