@@ -8,7 +8,13 @@ files of ``--bytes`` bytes, written the ways the engine can: a name created and 
 an unnamed file linked in (``O_TMPFILE``, Linux), and an empty file for the creation alone.
 Reported per file: wall time and this process's CPU time (kernel time included).
 
-    .venv/bin/python benchmarks/file_create.py [--files 5000] [FOLDER ...]
+``--delete-first GB`` measures each folder twice instead: after writing that much in files of
+``--bytes``, then right after deleting them. On ext4 creating a file then costs several
+times as much, for minutes (until enough new files have been written): a benchmark that
+deletes one phase's output before the next phase writes measures that, not the code.
+Without it, the figures are the file system's state as found.
+
+    .venv/bin/python benchmarks/file_create.py [--files 5000] [--delete-first 4] [FOLDER ...]
 """
 
 from __future__ import annotations
@@ -55,7 +61,27 @@ def _ways(folder: Path, data: bytes) -> dict[str, Callable[[int], None]]:
     return ways
 
 
-def measure(root: Path, files: int, size: int) -> list[str]:
+def write_files(folder: Path, total: int, size: int) -> None:
+    """``total`` bytes in files of ``size`` bytes in ``folder``."""
+    folder.mkdir()
+    data = os.urandom(size)
+    for i in range(max(1, total // size)):
+        (folder / f"d{i}.pdf").write_bytes(data)
+
+
+def before_and_after_delete(root: Path, gigabytes: float, files: int, size: int) -> list[str]:
+    """The ways measured after writing ``gigabytes`` in files, then after deleting them."""
+    scratch = Path(tempfile.mkdtemp(prefix="file-create-deleted-", dir=root))
+    try:
+        write_files(scratch / "files", int(gigabytes * 1e9), size)
+        lines = measure(root, files, size, f", {gigabytes:g} GB just written")
+        shutil.rmtree(scratch / "files")
+        return lines + measure(root, files, size, f", {gigabytes:g} GB just deleted")
+    finally:
+        shutil.rmtree(scratch)
+
+
+def measure(root: Path, files: int, size: int, label: str = "") -> list[str]:
     """One line per way of writing: microseconds per file, wall and CPU."""
     folder = Path(tempfile.mkdtemp(prefix="file-create-", dir=root))
     lines = []
@@ -66,7 +92,7 @@ def measure(root: Path, files: int, size: int) -> list[str]:
                 way(i)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             lines.append(
-                f"  {root!s:<12} {name:<26} {wall / files * 1e6:7.0f} us wall "
+                f"  {root!s:<12} {name + label:<46} {wall / files * 1e6:7.0f} us wall "
                 f"{cpu / files * 1e6:7.0f} us CPU"
             )
     finally:
@@ -79,6 +105,8 @@ def main() -> int:
     p.add_argument("folders", nargs="*", help="where to create files (default: the system's temp)")
     p.add_argument("--files", type=int, default=5000, help="files per way and folder")
     p.add_argument("--bytes", type=int, default=20000, help="bytes per file (a filled sample)")
+    p.add_argument("--delete-first", type=float, default=0.0, metavar="GB",
+                   help="measure after writing this many GB, then after deleting them")  # fmt: skip
     args = p.parse_args()
     folders = [Path(f) for f in args.folders] or [Path(tempfile.gettempdir())]
     if TMPFS.is_dir() and TMPFS not in folders:
@@ -87,7 +115,11 @@ def main() -> int:
     print(f"File creation, per file: {args.files:,} files of {args.bytes:,} bytes each way")
     print(f"  {m['platform']}, {m['cpu_count']} CPUs (load {m['load_avg_1m']})")
     for folder in folders:
-        print("\n".join(measure(folder, args.files, args.bytes)))
+        if args.delete_first:
+            lines = before_and_after_delete(folder, args.delete_first, args.files, args.bytes)
+        else:
+            lines = measure(folder, args.files, args.bytes)
+        print("\n".join(lines))
     return 0
 
 

@@ -12,13 +12,20 @@ The rows, the template and the output are in one folder both workers reach (on s
 hosts: a shared volume, or object storage; ``--store s3`` puts them in a local moto server,
 whose own CPU then shares the cores). Reported for each side, from the metadata database:
 rows/s over the whole run and over the fill (first chunk start to last chunk end), which
-worker filled each chunk, and the CPU each component used during the run (each process and
-the children it reaped). Then the ratio of two workers to one (goal >= 1.6x), beside the
-machine's own ceiling: the engine alone (no Airflow, no files) filling ``--ceiling-rows``
-rows in one process, then in two at once, each its own copy of the rows. No deployment of
-two workers can scale past what two processes of pure filling get from these cores.
+worker filled each chunk and how much of the fill it spent filling, and the CPU each
+component used during the run (each process and the children it reaped). With ``--rounds 2``
+(the default) the sides run in the order 1, 2, 2, 1 and are pooled, and no output is
+deleted before the end (after a delete of gigabytes, ext4 creates the next thousands of
+files several times slower: ``file_create.py --delete-first``). Then the ratio of two
+workers to one (goal >= 1.6x), beside the machine's own ceiling: the engine alone (no
+Airflow, no files) filling ``--ceiling-rows`` rows in one process, then in two at once,
+each its own copy of the rows.
+No deployment of two workers can scale past what two processes of pure filling get from
+these cores, and no whole run past its one-worker fixed part plus a fill at that ceiling.
+The same one-then-two measure of ``fill_rows`` into a folder, with the writer process and
+with the write thread, shows what each way of writing the files costs once no core is idle.
 
-    .venv/bin/python benchmarks/worker_scaling.py [--rows 100000] [--chunks 8]
+    .venv/bin/python benchmarks/worker_scaling.py [--rows 100000] [--chunks 8] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -27,14 +34,16 @@ import argparse
 import contextlib
 import csv
 import io
+import itertools
 import json
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +93,21 @@ def rows_table(count: int) -> pa.Table:
     )
 
 
+def pooled(runs: Sequence[Side]) -> Side:
+    """Runs of one side as one: rows, seconds and CPU summed, so rates are pooled."""
+    chunks: dict[str, int] = {}
+    cpu: dict[str, float] = {}
+    for run in runs:
+        for host, count in run.chunks_by_worker.items():
+            chunks[host] = chunks.get(host, 0) + count
+        for name, seconds in run.cpu.items():
+            cpu[name] = cpu.get(name, 0.0) + seconds
+    return Side(
+        runs[0].workers, sum(r.rows for r in runs), sum(r.run_s for r in runs),
+        sum(r.fill_s for r in runs), chunks, cpu,
+    )  # fmt: skip
+
+
 def tree_cpu(process: psutil.Process) -> float:
     """CPU seconds of ``process``, the children it reaped and its live descendants."""
     total = 0.0
@@ -112,21 +136,71 @@ def component_cpu(stack: CeleryStack, since: float) -> dict[str, float]:
     return cpu
 
 
-def ceiling(rows: int, work: Path) -> tuple[float, float]:
-    """Rows/s of the engine alone (``mail_merge_bench.py --engine-only``) in one process,
-    then summed over two processes run at once on the same rows."""
+@dataclass
+class Pair:
+    """Rows/s and CPU microseconds per row of one process, then of two at once."""
+
+    one: float
+    two: float
+    one_cpu: float
+    two_cpu: float
+
+
+def one_then_two(rows: int, commands: Callable[[int], list[list[str]]], what: str) -> Pair:
+    """``commands(1)`` (one process), then ``commands(2)`` run at once: rows/s summed, and the
+    CPU per row of every process they started (reaped children included)."""
+    rates, cpus = [], []
+    for processes in (1, 2):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        running = [psutil.Popen(c, stdout=subprocess.DEVNULL) for c in commands(processes)]
+        if any(one.wait() != 0 for one in running):
+            raise RuntimeError(f"{what} failed: run it alone to see why")
+        rates.append(processes * rows / (time.perf_counter() - started))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        cpus.append(cpu / (processes * rows) * 1e6)
+    return Pair(rates[0], rates[1], cpus[0], cpus[1])
+
+
+def ceilings(rows: int, work: Path, report: Report) -> float:
+    """The engine alone (no files), then ``fill_rows`` into a local folder with each way of
+    writing the files, in one process and in two at once; the engine's ratio returned.
+
+    Two batches at once show what a worker's writer process costs when no core is idle."""
     table = work / "ceiling.parquet"
     pq.write_table(rows_table(rows), table)
-    command = [sys.executable, str(REPO_ROOT / "benchmarks" / "mail_merge_bench.py"),
-               "--engine-only", str(table)]  # fmt: skip
-    rates = []
-    for processes in (1, 2):
-        started = time.perf_counter()
-        running = [psutil.Popen(command, stdout=subprocess.DEVNULL) for _ in range(processes)]
-        if any(one.wait() != 0 for one in running):
-            raise RuntimeError("the engine-only fill failed: run it alone to see why")
-        rates.append(processes * rows / (time.perf_counter() - started))
-    return rates[0], rates[1]
+    engine = [sys.executable, str(REPO_ROOT / "benchmarks" / "mail_merge_bench.py"),
+              "--engine-only", str(table)]  # fmt: skip
+    engines = one_then_two(rows, lambda n: [engine] * n, "the engine-only fill")
+    report("== the machine's ceiling: the engine alone, no Airflow and no files")
+    report(_pair_line("", engines))
+    report("== fill_rows into a local folder, no Airflow: one batch, then two at once")
+    outputs = itertools.count(1)
+    for writer in ("process", "thread"):
+
+        def batches(n: int, writer: str = writer) -> list[list[str]]:
+            return [[sys.executable, __file__, "--batch-only", str(table),
+                     str(work / f"out-{next(outputs)}"), writer] for _ in range(n)]  # fmt: skip
+
+        pair = one_then_two(rows, batches, f"a batch with the writer {writer}")
+        report(_pair_line(f"files by the writer {writer:<7}  ", pair))
+    return engines.two / engines.one
+
+
+def _pair_line(label: str, pair: Pair) -> str:
+    return (f"  {label}one process {pair.one:7,.0f} rows/s ({pair.one_cpu:4.0f} us CPU a row); "
+            f"two at once {pair.two:7,.0f} rows/s in all ({pair.two_cpu:4.0f} us): "
+            f"{pair.two / pair.one:4.2f}x")  # fmt: skip
+
+
+def batch_only(rows: str, out: str, writer: str) -> None:
+    """One ``fill_rows`` of the sample form, its files written by ``writer``."""
+    from fillpdf_provider.engine import batch
+    from fillpdf_provider.engine.filler import Template
+
+    batch.WRITER_PROCESS_ROWS = 0 if writer == "process" else sys.maxsize
+    batch.fill_rows(Template((INCLUDE / "sample_form.pdf").read_bytes()), rows, out)
 
 
 def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report) -> Side:
@@ -162,6 +236,7 @@ def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report)
             if state != "success":
                 raise RuntimeError(f"the run ended {state}\n{stack.tails()}")
             run_s, fill_s, hosts = _timings(stack, run_id)
+            spans = _chunk_seconds(stack, run_id)
             others = _other_tasks(stack, run_id)
             _check_manifest(args, s3, work)
     cpu = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after}
@@ -170,6 +245,13 @@ def one_side(args: argparse.Namespace, workers: int, work: Path, report: Report)
     report(f"  run  {side.run_rate:7,.0f} rows/s ({run_s:6.1f} s, trigger to end)")
     report(f"  fill {side.fill_rate:7,.0f} rows/s ({fill_s:6.1f} s, first chunk start to last end)")
     report(f"  chunks filled by: {', '.join(f'{h} {n}' for h, n in sorted(hosts.items()))}")
+    for host, chunks in sorted(spans.items()):
+        busy = sum(end - start for start, end in chunks)
+        gaps = [b[0] - a[1] for a, b in itertools.pairwise(chunks)]
+        report(f"    {host}: filling {busy:5.1f} s of the fill's {fill_s:.1f} s "
+               f"({busy / fill_s:.0%}); between its chunks "
+               f"{statistics.fmean(gaps) if gaps else 0.0:.1f} s on average; idle at the end "
+               f"{fill_s - chunks[-1][1]:.1f} s")  # fmt: skip
     report("  outside the fill: " + ", ".join(f"{t} {d:.1f} s" for t, d in others)
            + f"; the rest of the run ({run_s - fill_s - sum(d for _, d in others):.1f} s) "
            "is scheduling between tasks")  # fmt: skip
@@ -211,6 +293,20 @@ def _timings(stack: CeleryStack, run_id: str) -> tuple[float, float, dict[str, i
     return float(run[0]), float(fill[0]), hosts
 
 
+def _chunk_seconds(stack: CeleryStack, run_id: str) -> dict[str, list[tuple[float, float]]]:
+    """Each worker's chunks as (start, end) seconds from the first chunk's start."""
+    rows = stack.query(
+        "SELECT hostname, EXTRACT(EPOCH FROM start_date - min(start_date) OVER ()), "
+        "EXTRACT(EPOCH FROM end_date - min(start_date) OVER ()) FROM task_instance "
+        "WHERE dag_id = %s AND run_id = %s AND task_id = 'fill_chunk' ORDER BY start_date",
+        DAG_ID, run_id,
+    )  # fmt: skip
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for host, start, end in rows:
+        spans.setdefault(str(host), []).append((float(start), float(end)))
+    return spans
+
+
 def _other_tasks(stack: CeleryStack, run_id: str) -> list[tuple[str, float]]:
     """How long each task outside the fill ran, in the order they ran."""
     rows = stack.query(
@@ -238,15 +334,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--chunks", type=int, default=8)
     p.add_argument("--store", choices=("local", "s3"), default="local")
     p.add_argument("--timeout", type=float, default=3600, help="seconds a run may take")
+    p.add_argument("--rounds", type=int, choices=(1, 2), default=2,
+                   help="1: one worker, then two; 2: the order 1, 2, 2, 1, pooled")  # fmt: skip
     p.add_argument("--ceiling-rows", type=int, default=20_000,
                    help="rows of the engine-alone ceiling (0 leaves it out)")  # fmt: skip
     p.add_argument("--ceiling-only", action="store_true", help="measure only the ceiling")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="report file, or - for stdout only")
+    p.add_argument("--batch-only", nargs=3, metavar=("ROWS", "OUT", "WRITER"),
+                   help=argparse.SUPPRESS)  # fmt: skip
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.batch_only:
+        batch_only(*args.batch_only)
+        return 0
     why = None if args.ceiling_only else missing_parts()
     if why:
         print(f"the Celery stack can't start: {why}", file=sys.stderr)
@@ -258,31 +361,41 @@ def main(argv: Sequence[str] | None = None) -> int:
            f"{m['memory_gb']} GB, {m['platform']}")  # fmt: skip
     report("  " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v))
     report(f"  settings: {args.rows:,} rows, {args.chunks} chunks, store {args.store}, "
+           f"worker counts in the order {'1, 2' if args.rounds == 1 else '1, 2, 2, 1'}, "
            "worker concurrency 1; every process of the stack shares the same cores")  # fmt: skip
     limit = None
-    if args.ceiling_rows:
-        progress(f"the ceiling: {args.ceiling_rows:,} rows, engine alone, 1 process then 2")
-        with tempfile.TemporaryDirectory(prefix="fillpdf-ceiling-") as folder:
-            alone, pair = ceiling(args.ceiling_rows, Path(folder))
-        limit = pair / alone
-        report("== the machine's ceiling: the engine alone, no Airflow and no files")
-        report(f"  one process {alone:7,.0f} rows/s; two at once {pair:7,.0f} rows/s in all: "
-               f"{limit:4.2f}x")  # fmt: skip
-    if not args.ceiling_only:
-        _scaling(args, report, limit)
+    # Nothing is deleted before the end: deleting gigabytes of small files leaves ext4's
+    # block allocator several times slower for minutes (``file_create.py --delete-first``),
+    # which would charge each measure for the previous one's cleanup.
+    with tempfile.TemporaryDirectory(prefix="fillpdf-scaling-") as folder:
+        if args.ceiling_rows:
+            progress(f"the ceilings: {args.ceiling_rows:,} rows, 1 process then 2")
+            (Path(folder) / "ceilings").mkdir()
+            limit = ceilings(args.ceiling_rows, Path(folder) / "ceilings", report)
+        if not args.ceiling_only:
+            _scaling(args, report, limit, Path(folder))
     text = report.text()
     if args.out != "-":
         Path(args.out).write_text(text)
     return 0
 
 
-def _scaling(args: argparse.Namespace, report: Report, limit: float | None) -> None:
-    """The DAG on one worker, then two, and the ratio."""
-    sides = []
-    for workers in (1, 2):
-        with tempfile.TemporaryDirectory(prefix="fillpdf-scaling-") as folder:
-            sides.append(one_side(args, workers, Path(folder), report))
-    one, two = sides
+def _scaling(args: argparse.Namespace, report: Report, limit: float | None, folder: Path) -> None:
+    """The DAG on one worker, then two (then two and one again: ``--rounds 2``, which cancels
+    a steady drift of the machine), and the ratio."""
+    order = [1, 2] if args.rounds == 1 else [1, 2, 2, 1]
+    runs: dict[int, list[Side]] = {1: [], 2: []}
+    for number, workers in enumerate(order, start=1):
+        work = folder / f"side-{number}"
+        work.mkdir()
+        runs[workers].append(one_side(args, workers, work, report))
+    one, two = (pooled(runs[workers]) for workers in (1, 2))
+    sides = [one, two]
+    if len(order) > 2:
+        report(f"== pooled: {len(runs[1])} runs of each side")
+        for side in sides:
+            report(f"  {side.workers} worker(s): run {side.run_rate:7,.0f} rows/s, "
+                   f"fill {side.fill_rate:7,.0f} rows/s")  # fmt: skip
     run_ratio, fill_ratio = two.run_rate / one.run_rate, two.fill_rate / one.fill_rate
     report("== two workers ÷ one")
     report(f"  run  {run_ratio:4.2f}x   fill {fill_ratio:4.2f}x   (goal >= {GOAL}x)")
@@ -298,6 +411,11 @@ def _scaling(args: argparse.Namespace, report: Report, limit: float | None) -> N
     if limit is not None:
         report(f"  the machine's ceiling for any two workers: {limit:.2f}x; the fill gets "
                f"{fill_ratio / limit:.0%} of it, the run {run_ratio / limit:.0%}")  # fmt: skip
+        fixed = one.run_s - one.fill_s
+        best = one.run_s / (fixed + one.fill_s / limit)
+        report(f"  the best whole-run ratio any second worker could give: {best:.2f}x (the "
+               f"one-worker run's {fixed / len(runs[1]):.1f} s outside the fill, which a "
+               f"second worker does not share, plus its fill at the ceiling)")  # fmt: skip
     print(json.dumps({"run_ratio": round(run_ratio, 3), "fill_ratio": round(fill_ratio, 3)}))
 
 

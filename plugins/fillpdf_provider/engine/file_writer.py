@@ -1,12 +1,13 @@
 """A batch's files written by a process of its own, beside the process that fills them.
 
-Creating a file costs the kernel 90-200 us on some file systems (ext4 on a small virtual
-machine, measured in ``benchmarks/results``), more than the write itself. On a thread that
-time is off the GIL, but each return from the kernel takes the GIL back from the filling
-thread, and together they hold a large batch at about two thirds of what the engine fills
-alone. A second process shares no lock with the filling one: each file goes down a pipe
-(one copy), the writer publishes it whole (``files.write_atomic``) and sends back its
-sha256, in the order the files came.
+Creating and writing a file costs ext4 tens of microseconds of kernel time, and ten times
+that for the first thousands of files after gigabytes were deleted
+(``benchmarks/results/file_create.txt``). On a thread that time is off the GIL, but each
+return from the kernel takes the GIL back from the filling thread. A second process shares
+no lock with the filling one: each file goes down a pipe (one copy), the writer publishes it
+whole (``files.write_atomic``) and sends back its sha256, in the order the files came.
+With a core to spare a batch fills a fifth or more rows per second this way; where every
+core already fills, the two are about even (``benchmarks/worker_scaling.py``).
 
 What a crash leaves: a writer killed mid-file leaves no file where Linux writes it unnamed
 (elsewhere a hidden temporary name, which a merge clears); a filling process killed, or
