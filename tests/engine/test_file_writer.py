@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pypdf import PdfReader
 
 import fillpdf_provider.engine.batch as batch
 from fillpdf_provider.engine.batch import BatchSummary, FolderSink, fill_rows
-from fillpdf_provider.engine.file_writer import FileWriterStopped
+from fillpdf_provider.engine.file_writer import FileWriter, FileWriterStopped, Outcome
 from fillpdf_provider.engine.files import TEMP_SUFFIX
 from fillpdf_provider.engine.filler import Template
 from kits.cli_support import ROOT
@@ -116,6 +117,31 @@ def test_a_writer_killed_mid_batch_stops_it_with_nothing_published(
     assert not (out / "manifest.parquet").exists()
     assert 40 <= len(list(out.glob("*.pdf"))) < 400
     _only_whole_files(out)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks without exec only on POSIX")
+def test_a_child_forked_while_a_writer_is_open_does_not_hold_it_open(tmp_path: Path) -> None:
+    """A child forked without exec (multiprocessing's fork) that outlives the batch: the
+    batch's close still ends the writer, with the file it was sent."""
+    writer = FileWriter[Outcome].start(tmp_path, 4)
+    assert writer is not None
+    release, let_go = os.pipe()
+    child = os.fork()
+    if child == 0:  # (lives until the test lets it end)
+        os.read(release, 1)
+        os._exit(0)
+    try:
+        writer.put_file("a.pdf", b"%PDF-1.4 forked", lambda outcome: outcome)
+        closing = threading.Thread(target=writer.close, daemon=True)
+        closing.start()
+        closing.join(timeout=60)
+        assert not closing.is_alive(), "the writer waited for the forked child to let go"
+        assert writer.process.returncode == 0
+        assert (tmp_path / "a.pdf").read_bytes() == b"%PDF-1.4 forked"
+    finally:
+        writer.process.kill()
+        os.write(let_go, b"x")
+        os.waitpid(child, 0)
 
 
 FILL = """

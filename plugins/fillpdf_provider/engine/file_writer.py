@@ -18,6 +18,7 @@ A file sent but not yet answered for is never in the manifest: the rerun writes 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import select
@@ -25,11 +26,12 @@ import signal
 import struct
 import subprocess
 import sys
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from fillpdf_provider.engine.files import write_atomic
 
@@ -60,6 +62,31 @@ class FileWriterStopped(OSError):
     manifest, and a run again writes them."""
 
 
+#: The writers open in this process, whose pipes a child forked from it lets go of.
+_OPEN: weakref.WeakSet[FileWriter[Any]] = weakref.WeakSet()
+
+
+def _let_go_in_child() -> None:
+    """In a child forked without exec (multiprocessing's fork, a bare ``os.fork``), point
+    each writer's pipe ends at /dev/null: a child that held the writer's input open would
+    keep the writer from ever seeing its end, and the batch waiting for it."""
+    if not _OPEN:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for writer in list(_OPEN):
+            for stream in (writer._to, writer._from):
+                with contextlib.suppress(OSError, ValueError):
+                    os.dup2(null, stream.fileno())
+        _OPEN.clear()
+    finally:
+        os.close(null)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_let_go_in_child)
+
+
 class FileWriter(Generic[T]):
     """Writes files into ``folder`` in a process of its own, at most ``ahead`` unanswered,
     and gives back each file's result (``done(outcome)``) in the order the files were put."""
@@ -71,6 +98,7 @@ class FileWriter(Generic[T]):
         self._from: IO[bytes] = process.stdout
         self._waiting: deque[Callable[[], T]] = deque()  # each gives a result, in turn
         self.answered = 0
+        _OPEN.add(self)
 
     @classmethod
     def start(cls, folder: Path, ahead: int) -> FileWriter[T] | None:
@@ -157,6 +185,7 @@ class FileWriter(Generic[T]):
     def close(self) -> None:
         """Let the writer finish the files already sent (none is cut) and wait for it."""
         self._waiting.clear()
+        _OPEN.discard(self)
         _end(self.process)
 
     def __enter__(self) -> FileWriter[T]:
