@@ -19,6 +19,12 @@ def write_csv(path: Path, rows: Sequence[Mapping[str, object]]) -> Path:
     return path
 
 
+def people_csv(folder: Path, count: int) -> Path:
+    """``folder``/people.csv: ``count`` rows for the sample form, each its own person."""
+    people = [{"full_name": f"Person {i}", "city": f"Town {i}"} for i in range(1, count + 1)]
+    return write_csv(folder / "people.csv", people)
+
+
 def table(header: Sequence[str], *rows: Sequence[object]) -> list[dict[str, object]]:
     """Rows as dicts, from a header and one sequence of cells per row."""
     return [dict(zip(header, row, strict=True)) for row in rows]

@@ -26,16 +26,10 @@ from fillpdf_provider.engine.file_writer import FileWriter, FileWriterStopped, O
 from fillpdf_provider.engine.files import TEMP_SUFFIX
 from fillpdf_provider.engine.filler import Template
 from kits.cli_support import ROOT
+from kits.tables import people_csv
 
 SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
 DEADLINE = 60.0  # seconds a test waits for a condition before it fails
-
-
-def _rows(tmp_path: Path, count: int) -> Path:
-    rows = tmp_path / "rows.csv"
-    lines = ["full_name,city"] + [f"Person {i},Town {i}" for i in range(1, count + 1)]
-    rows.write_text("\n".join(lines) + "\n")
-    return rows
 
 
 def _writers() -> list[psutil.Process]:
@@ -68,7 +62,7 @@ def process_writes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_writer_process_gives_the_files_and_manifest_the_thread_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rows = _rows(tmp_path, 80)
+    rows = people_csv(tmp_path, 80)
     blocked = tmp_path / "{side}" / "out" / "7.pdf"  # a folder where row 7's file would go
     seen: list[int] = []
 
@@ -111,7 +105,7 @@ def test_a_writer_killed_mid_batch_stops_it_with_nothing_published(
 
     with pytest.raises(FileWriterStopped, match=r"ended with status -9 after \d+ files.*again"):
         fill_rows(
-            Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 400), out,
+            Template(SAMPLE_FORM.read_bytes()), people_csv(tmp_path, 400), out,
             progress=kill_writer, progress_every=0,
         )  # fmt: skip
     assert not (out / "manifest.parquet").exists()
@@ -134,7 +128,7 @@ def test_a_child_forked_while_a_writer_is_open_does_not_hold_it_open(tmp_path: P
         writer.put_file("a.pdf", b"%PDF-1.4 forked", lambda outcome: outcome)
         closing = threading.Thread(target=writer.close, daemon=True)
         closing.start()
-        closing.join(timeout=60)
+        closing.join(timeout=DEADLINE)
         assert not closing.is_alive(), "the writer waited for the forked child to let go"
         assert writer.process.returncode == 0
         assert (tmp_path / "a.pdf").read_bytes() == b"%PDF-1.4 forked"
@@ -163,7 +157,7 @@ def test_a_filler_killed_mid_batch_leaves_its_writer_to_end_with_whole_files(
 ) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "plugins")}
-    args = [sys.executable, "-c", FILL, str(SAMPLE_FORM), str(_rows(tmp_path, 2000)), str(out)]
+    args = [sys.executable, "-c", FILL, str(SAMPLE_FORM), str(people_csv(tmp_path, 2000)), str(out)]
     filler = subprocess.Popen(args, env=env, stdout=subprocess.PIPE)
     assert filler.stdout is not None
     try:
@@ -185,7 +179,7 @@ def test_where_no_writer_can_start_the_batch_writes_on_a_thread(
     monkeypatch.setattr(sys, "executable", "")
     seen: list[int] = []
     summary = fill_rows(
-        Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 30), tmp_path / "o",
+        Template(SAMPLE_FORM.read_bytes()), people_csv(tmp_path, 30), tmp_path / "o",
         progress=lambda summary, seconds: seen.append(len(_writers())), progress_every=0,
     )  # fmt: skip
     assert summary.ok == 30 and len(_manifest(tmp_path / "o")) == 30
@@ -202,7 +196,8 @@ def test_a_sink_that_writes_its_own_way_keeps_its_write(
             written.append(name)
             super().write(name, data)
 
-    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 20), Counted(tmp_path))
+    rows = people_csv(tmp_path, 20)
+    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), rows, Counted(tmp_path))
     assert summary.ok == 20 and len(written) == 20
 
 
@@ -214,7 +209,7 @@ def test_a_long_run_of_failed_writes_never_holds_the_batch(
     count = batch.WRITE_AHEAD * 3
     for row in range(1, count + 1):
         (out / f"{row}.pdf").mkdir(parents=True)  # a folder where each file would go
-    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, count), out)
+    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), people_csv(tmp_path, count), out)
     assert (summary.ok, summary.failed) == (0, count)
     errors = [r["error"] for r in _manifest(out)]
     assert len(errors) == count and all("Is a directory" in e for e in errors)

@@ -18,16 +18,10 @@ from fillpdf_provider.engine.batch import WRITE_AHEAD, FolderSink, RowError, fil
 from fillpdf_provider.engine.filler import Template
 from fillpdf_provider.engine.in_order import InOrder
 from kits.cli_support import ROOT
+from kits.tables import people_csv
 
 SAMPLE_FORM = ROOT / "include" / "sample_form.pdf"
 DEADLINE = 60.0  # seconds a test waits for a condition before it fails
-
-
-def _rows(tmp_path: Path, count: int) -> Path:
-    rows = tmp_path / "rows.csv"
-    lines = ["full_name,city"] + [f"Person {i},Town {i}" for i in range(1, count + 1)]
-    rows.write_text("\n".join(lines) + "\n")
-    return rows
 
 
 class _CountingForm:
@@ -68,7 +62,7 @@ class _Sink(FolderSink):
 
 def test_a_file_that_cannot_be_written_is_a_bad_row_in_its_place(tmp_path: Path) -> None:
     sink = _Sink(tmp_path / "out", failing={"3.pdf", "70.pdf"})
-    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 100), sink)
+    summary = fill_rows(Template(SAMPLE_FORM.read_bytes()), people_csv(tmp_path, 100), sink)
     manifest = pq.read_table(tmp_path / "out" / "manifest.parquet").to_pylist()
     assert [r["row"] for r in manifest] == list(range(1, 101))
     bad = {r["row"]: r["error"] for r in manifest if r["status"] == "error"}
@@ -84,8 +78,9 @@ def test_a_file_that_cannot_be_written_is_a_bad_row_in_its_place(tmp_path: Path)
 
 def test_with_fail_nothing_after_the_bad_row_is_written(tmp_path: Path) -> None:
     sink = _Sink(tmp_path / "out", failing={"4.pdf"})
+    rows = people_csv(tmp_path, 50)
     with pytest.raises(RowError, match="No space left") as raised:
-        fill_rows(Template(SAMPLE_FORM.read_bytes()), _rows(tmp_path, 50), sink, on_error="fail")
+        fill_rows(Template(SAMPLE_FORM.read_bytes()), rows, sink, on_error="fail")
     assert raised.value.row == 4
     assert sink.written == ["1.pdf", "2.pdf", "3.pdf"]
     assert sorted(p.name for p in (tmp_path / "out").glob("*.pdf")) == ["1.pdf", "2.pdf", "3.pdf"]
@@ -109,7 +104,7 @@ def test_rows_fill_while_a_file_is_written_and_at_most_write_ahead_wait(tmp_path
                 fills_at_first_write.append(form.fills)
             super().write(name, data)
 
-    summary = fill_rows(form, _rows(tmp_path, WRITE_AHEAD * 3), Held(tmp_path / "out"))
+    summary = fill_rows(form, people_csv(tmp_path, WRITE_AHEAD * 3), Held(tmp_path / "out"))
     assert summary.ok == WRITE_AHEAD * 3
     assert fills_at_first_write == [WRITE_AHEAD + 1]
 

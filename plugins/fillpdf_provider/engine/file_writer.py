@@ -27,13 +27,12 @@ import struct
 import subprocess
 import sys
 import weakref
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any, Generic, TypeVar
+from typing import IO, Any, TypeVar
 
 from fillpdf_provider.engine.files import write_atomic
+from fillpdf_provider.engine.in_order import InTurn
 
 T = TypeVar("T")
 #: Before each file: the length of its name and of its bytes.
@@ -87,16 +86,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_let_go_in_child)
 
 
-class FileWriter(Generic[T]):
+class FileWriter(InTurn[T]):
     """Writes files into ``folder`` in a process of its own, at most ``ahead`` unanswered,
     and gives back each file's result (``done(outcome)``) in the order the files were put."""
 
     def __init__(self, process: subprocess.Popen[bytes], ahead: int) -> None:
         assert process.stdin is not None and process.stdout is not None
-        self.process, self.ahead = process, ahead
+        super().__init__(ahead)
+        self.process = process
         self._to: IO[bytes] = process.stdin
         self._from: IO[bytes] = process.stdout
-        self._waiting: deque[Callable[[], T]] = deque()  # each gives a result, in turn
         self.answered = 0
         _OPEN.add(self)
 
@@ -139,20 +138,6 @@ class FileWriter(Generic[T]):
             raise self._stopped() from None
         self._waiting.append(lambda: done(self._answer()))
 
-    def put_done(self, result: T) -> None:
-        """A result there was no file for (a row that failed before its write), in its turn."""
-        self._waiting.append(lambda: result)
-
-    def ready(self) -> Iterator[T]:
-        """The oldest results while more than ``ahead`` wait."""
-        while len(self._waiting) > self.ahead:
-            yield self._waiting.popleft()()
-
-    def rest(self) -> Iterator[T]:
-        """Every result still to come, in order."""
-        while self._waiting:
-            yield self._waiting.popleft()()
-
     def _answer(self) -> Outcome:
         head = self._from.read(ANSWER_HEADER.size)
         if len(head) < ANSWER_HEADER.size:
@@ -184,20 +169,9 @@ class FileWriter(Generic[T]):
 
     def close(self) -> None:
         """Let the writer finish the files already sent (none is cut) and wait for it."""
-        self._waiting.clear()
+        super().close()
         _OPEN.discard(self)
         _end(self.process)
-
-    def __enter__(self) -> FileWriter[T]:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _answers_fit(process: subprocess.Popen[bytes], ahead: int) -> bool:
