@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import subprocess
@@ -29,14 +30,18 @@ class Review:
 
 
 @contextmanager
-def review(pdf: Path, *args: object) -> Iterator[Review]:
-    """``fillpdf review PDF --no-browser *args`` until the block ends."""
+def review(pdf: Path, *args: object, browser: str | None = None) -> Iterator[Review]:
+    """``fillpdf review PDF --no-browser *args`` until the block ends; with ``browser`` (a
+    command, as ``$BROWSER`` takes one) it opens that browser instead of ``--no-browser``."""
+    opening = [] if browser else ["--no-browser"]
+    env = {**os.environ, "BROWSER": browser} if browser else None
     process = subprocess.Popen(
-        [str(FILLPDF), "review", str(pdf), "--no-browser", *map(str, args)],
+        [str(FILLPDF), "review", str(pdf), *opening, *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         encoding="utf-8",
+        env=env,
     )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=_pump, args=(process, lines), daemon=True)

@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -42,6 +43,12 @@ PROBE_NAME = ".fillpdf-store-check"
 #: Where reviews of a store's conversions are saved: outside the retention sweep (a reviewed
 #: schema is the input of the next conversion, and is kept until someone removes it).
 REVIEWED_FOLDER = "reviewed"
+#: Longest conversion id taken (``conv_`` and 24 hex digits are made): a longer one never
+#: reaches the store.
+MAX_CONVERSION_ID = 64
+#: A conversion id: ``conv_`` and ASCII letters and digits only (``str.isalnum`` would let
+#: other scripts' letters and digits through to the store's file names).
+CONVERSION_ID = re.compile(rf"conv_[A-Za-z0-9]{{1,{MAX_CONVERSION_ID - 5}}}")
 
 
 def default_store() -> Path:
@@ -113,8 +120,13 @@ class EmbeddedFillPdf:
             self.store.remove(PROBE_NAME)
 
     def _names(self, conversion_id: str) -> tuple[str, str]:
-        if not conversion_id.startswith("conv_") or not conversion_id[5:].isalnum():
-            raise NotFound(f"No conversion {conversion_id!r}.", param="conversion_id")
+        if not CONVERSION_ID.fullmatch(conversion_id):
+            shown = conversion_id if len(conversion_id) <= 40 else conversion_id[:37] + "..."
+            raise NotFound(
+                f"No conversion {shown!r}: a conversion id is conv_ and ASCII letters and "
+                f"digits, at most {MAX_CONVERSION_ID} characters.",
+                param="conversion_id",
+            )
         return f"{conversion_id}.pdf", f"{conversion_id}.json"
 
     def convert(

@@ -281,3 +281,147 @@ def test_without_a_schema_it_detects_and_saves_beside_the_pdf(flat: Path) -> Non
         picture = httpx.get(f"{run.base}/pages/1.png", headers=header, timeout=60)
         assert picture.headers["content-type"] == "image/png"
         assert httpx.get(f"{run.base}/pages/2.png", headers=header, timeout=60).status_code == 404
+
+
+def test_a_name_another_field_has_is_flagged_as_typed_and_not_taken(
+    browser: Any, started: Review
+) -> None:
+    person = Person(browser, started)
+    try:
+        page = person.page
+        name = page.locator('[data-prop="name"]')
+        problem = page.locator("#name-problem")
+        person.click("email")
+        assert problem.is_hidden() and name.get_attribute("aria-invalid") == "false"
+
+        name.fill("city")  # typed, not yet applied
+        problem.wait_for()
+        assert 'already named "city"' in problem.inner_text()
+        assert "text field on page 1" in problem.inner_text()
+        assert name.get_attribute("aria-invalid") == "true"
+        assert "clash" in (person.box("city").get_attribute("class") or "")
+        name.press("Enter")
+        person.wait_for_status("Not renamed")
+        assert person.box("email").count() == 1 and person.box("city").count() == 1
+
+        # a radio group's name is a name too; the button's own group is not a clash
+        name.fill("plan")
+        assert 'already named "plan"' in problem.inner_text()
+        person.click("plan", "gold")
+        assert problem.is_hidden()
+
+        person.click("email")
+        name.fill("email_address")
+        assert problem.is_hidden() and name.get_attribute("aria-invalid") == "false"
+        name.press("Enter")
+        assert person.box("email_address").count() == 1
+
+        # grouping under another field's name is flagged too
+        person.click("member")
+        person.click("newsletter", shift=True)
+        page.locator('[data-prop="group"]').fill("country")
+        page.locator("#group-problem").wait_for()
+        assert 'already named "country"' in page.locator("#group-problem").inner_text()
+        page.locator('[data-action="group"]').click()
+        person.wait_for_status("Not grouped")
+        assert person.box("country").count() == 1 and person.box("member").count() == 1
+        assert person.problems == [] and person.refused == []
+    finally:
+        person.close()
+
+
+def test_a_save_refused_names_the_fields_not_their_places(started: Review) -> None:
+    header = {"X-Review-Token": started.token}
+    twice = copy.deepcopy(START)
+    next(e for e in twice if e["name"] == "city")["name"] = "email"
+    one_option = [e for e in copy.deepcopy(START) if e["name"] != "size"]
+    plan = next(e for e in one_option if e["name"] == "plan")
+    plan["widgets"] = plan["widgets"][:1]
+    with httpx.Client(base_url=started.base, headers=header, timeout=60) as http:
+        answer = http.post("/api/save", json={"schema": twice, "build": False})
+        assert answer.status_code == 400
+        error = answer.json()["error"]
+        assert error["message"].startswith("Two fields are named 'email': a text field on "), error
+        assert error["name"] == "email" and "schema[" not in error["message"]
+        answer = http.post("/api/save", json={"schema": one_option, "build": False})
+        error = answer.json()["error"]
+        assert answer.status_code == 400 and "field 'plan'" in error["message"], error
+        assert "schema[" not in error["message"]
+    assert not started.schema_path.exists()
+
+
+def _yes_no_grid() -> tuple[bytes, list[dict[str, Any]]]:
+    """Six yes/no questions whose buttons sit at the page's top right corner, and a text
+    field with a long name at its right edge."""
+    from kits.flatkit import FlatPage, one_page
+
+    page = FlatPage()
+    schema: list[dict[str, Any]] = []
+    for row in range(6):
+        y = 772 - row * 22  # the first row 8 pt from the page's top
+        page.text(40, y + 2, f"Question {row + 1}: have you ever lived at another address?")
+        widgets = []
+        for export, x in (("yes", 562), ("no", 590)):  # the No button 10 pt from the edge
+            page.box((x, y, x + 12, y + 12))
+            widgets.append({"export": export, "page": 0, "rect": [x, y, x + 12, y + 12]})
+        schema.append({"name": f"lived_elsewhere_{row + 1}", "type": "radio", "page": 0,
+                       "widgets": widgets})  # fmt: skip
+    schema.append({"name": "a_long_name_for_a_short_field_at_the_edge", "type": "text",
+                   "page": 0, "rect": [520, 600, 604, 614]})  # fmt: skip
+    return one_page(page), schema
+
+
+def _inside(inner: dict[str, float], outer: dict[str, float]) -> bool:
+    return (
+        inner["x"] >= outer["x"] - 0.5
+        and inner["y"] >= outer["y"] - 0.5
+        and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 0.5
+        and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + 0.5
+    )
+
+
+def test_radio_option_captions_stay_on_the_page_over_their_own_buttons(
+    browser: Any, tmp_path: Path
+) -> None:
+    pdf, schema = _yes_no_grid()
+    (tmp_path / "grid.pdf").write_bytes(pdf)
+    (tmp_path / "grid.json").write_text(json.dumps(schema))
+    with review(tmp_path / "grid.pdf", "--schema", tmp_path / "grid.json") as run:
+        person = Person(browser, run)
+        try:
+            page = person.page
+            sheet = page.locator('[data-page="0"]').bounding_box()
+            captions = []
+            for field in page.locator("[data-field]").all():
+                caption = field.locator(".caption").bounding_box()
+                assert _inside(caption, sheet), (field.get_attribute("title"), caption, sheet)
+                captions.append(caption)
+                if field.get_attribute("data-type") != "radio":
+                    continue
+                button = field.bounding_box()
+                middle = caption["x"] + caption["width"] / 2
+                assert button["x"] <= middle <= button["x"] + button["width"], (
+                    field.get_attribute("title"), caption, button,
+                )  # fmt: skip
+                assert field.locator(".caption").inner_text() == "=" + (
+                    field.get_attribute("data-export") or ""
+                )
+            for i, a in enumerate(captions):  # no caption covers another
+                for b in captions[i + 1 :]:
+                    apart = (
+                        a["x"] + a["width"] <= b["x"] + 0.5 or b["x"] + b["width"] <= a["x"] + 0.5
+                        or a["y"] + a["height"] <= b["y"] + 0.5
+                        or b["y"] + b["height"] <= a["y"] + 0.5
+                    )  # fmt: skip
+                    assert apart, (a, b)
+            # selected, a button's caption names its group too, still on the page
+            person.click("lived_elsewhere_1", "no")
+            selected = person.box("lived_elsewhere_1", "no").locator(".caption")
+            assert selected.inner_text().startswith("lived_elsewhere_1=no")
+            assert _inside(selected.bounding_box(), sheet)
+            shot = tmp_path / "review-yes-no-grid.png"
+            page.screenshot(path=str(shot))
+            print(f"\nscreenshot of the captions: {shot}")
+            assert person.problems == [] and person.refused == []
+        finally:
+            person.close()

@@ -1,9 +1,11 @@
 """The review editor over HTTP: one page, its script and style, the form's pictures, save.
 
 Everything is served from the package: no external script, font or style, and a strict
-Content-Security-Policy (no inline script, no other origin). Who may read and save is up to
-the caller's dependencies: a per-run token for ``fillpdf review``, Airflow's sign-in in its
-UI.
+Content-Security-Policy (no inline script, no other origin) on every answer, refusals
+included. Who may read and save is up to the caller's dependencies: a per-run token for
+``fillpdf review``, Airflow's sign-in in its UI. ``fillpdf review`` also answers only to its
+own address (``Host``) and takes writes only from its own page (``Origin``), so a web page
+in the same browser can't reach it through a name that resolves to 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ import hmac
 import html
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fillpdf_provider.engine.errors import FillPdfError, SchemaError
-from fillpdf_provider.review.session import ReviewSession
+from fillpdf_provider.review.session import ReviewSession, in_field_names
 
 #: Largest save accepted: the service's limit for a schema.
 MAX_SAVE_BYTES = 2 * 1024 * 1024
@@ -38,17 +42,23 @@ SECURITY_HEADERS = {
 }
 _STATIC = {"editor.js": "text/javascript", "editor.css": "text/css"}
 TOKEN_HEADER = "X-Review-Token"
+#: Methods that change nothing: the only ones taken without an ``Origin`` check.
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 SessionOf = Callable[[Request], ReviewSession | Awaitable[ReviewSession]]
 
 
-def token_check(token: str) -> Callable[[Request], None]:
-    """A dependency letting in requests that carry ``token`` (header, or ``token`` in the
-    query for the page and its pictures), compared in constant time."""
+def token_check(token: str, *, in_query: bool = False) -> Callable[[Request], None]:
+    """A dependency letting in requests that carry ``token`` in the ``X-Review-Token``
+    header, compared in constant time. ``in_query`` also takes ``?token=``: only for what a
+    browser loads by its address (the page and its pictures), so the editor's reads and
+    saves never carry the token in a URL."""
     expected = token.encode()
 
     def authorize(request: Request) -> None:
-        given = request.headers.get(TOKEN_HEADER) or request.query_params.get("token") or ""
+        given = request.headers.get(TOKEN_HEADER) or ""
+        if not given and in_query:
+            given = request.query_params.get("token") or ""
         if not hmac.compare_digest(given.encode(), expected):
             raise HTTPException(
                 403, "This review needs the address `fillpdf review` printed, with its token."
@@ -63,18 +73,22 @@ def review_routes(
     prefix: str = "",
     dependencies: Sequence[Any] = (),
     save_dependencies: Sequence[Any] = (),
+    view_dependencies: Sequence[Any] | None = None,
     token: str = "",
 ) -> APIRouter:
     """The editor's routes for the session a request names. ``dependencies`` guard every
-    route but the static files; ``save_dependencies`` guard saving as well. ``token`` is
-    written into the page for its script to send back (empty where a sign-in cookie does)."""
+    route but the static files; ``view_dependencies``, where given, guard the page and its
+    pictures instead (what a browser loads by address); ``save_dependencies`` guard saving
+    as well. ``token`` is written into the page for its script to send back (empty where a
+    sign-in cookie does)."""
     router = APIRouter(prefix=prefix)
+    viewing = list(dependencies if view_dependencies is None else view_dependencies)
 
     async def session(request: Request) -> ReviewSession:
         found = session_of(request)
         return await found if inspect.isawaitable(found) else found
 
-    @router.get("/", response_class=HTMLResponse, dependencies=list(dependencies))
+    @router.get("/", response_class=HTMLResponse, dependencies=viewing)
     async def page(request: Request) -> Response:
         return _secured(HTMLResponse(_page_html((await session(request)).name, token)))
 
@@ -93,7 +107,7 @@ def review_routes(
     async def document(request: Request) -> Response:
         return _secured(JSONResponse((await session(request)).document()))
 
-    @router.get("/pages/{index}.png", dependencies=list(dependencies))
+    @router.get("/pages/{index}.png", dependencies=viewing)
     async def picture(request: Request, index: int) -> Response:
         pages = (await session(request)).pages
         if not 0 <= index < len(pages):
@@ -110,7 +124,9 @@ def review_routes(
         try:
             saved = await run_in_threadpool(reviewed.save, schema, build=build)
         except SchemaError as exc:
-            error = {"message": exc.message, "index": exc.index, "name": exc.name}
+            # The page knows fields by name, not by their place in the list it sent.
+            message = in_field_names(exc.message, schema)
+            error = {"message": message, "index": exc.index, "name": exc.name}
             return _secured(JSONResponse({"error": error}, status_code=400))
         except FillPdfError as exc:
             return _secured(JSONResponse({"error": {"message": str(exc)}}, status_code=400))
@@ -120,18 +136,60 @@ def review_routes(
     return router
 
 
-def create_review_app(session: ReviewSession, token: str) -> FastAPI:
-    """The editor of one session, for ``fillpdf review``: every request needs ``token``."""
+def create_review_app(session: ReviewSession, token: str, *, host: str) -> FastAPI:
+    """The editor of one session, for ``fillpdf review``: every request needs ``token`` and
+    the ``Host`` the server listens at (``127.0.0.1:PORT``); a write from a page of another
+    origin is refused."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    origin = f"http://{host}"
 
-    @app.exception_handler(HTTPException)
-    async def refused(request: Request, exc: HTTPException) -> Response:
-        answer = JSONResponse({"error": {"message": exc.detail}}, status_code=exc.status_code)
-        return _secured(answer)
+    @app.middleware("http")
+    async def locked(request: Request, call_next: Callable[..., Any]) -> Response:
+        """Refuse another ``Host`` (a rebound DNS name) and a write from another origin;
+        every answer, a 404 or 405 included, carries the security headers."""
+        refusal = _wrong_address(request, host, origin)
+        if refusal:
+            return _secured(_error(403, refusal))
+        return _secured(await call_next(request))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, exc: StarletteHTTPException) -> Response:
+        return _secured(_error(exc.status_code, str(exc.detail), exc.headers))
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> Response:
+        where = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
+            for e in exc.errors()
+        )
+        return _secured(_error(422, f"The request's address or body is not valid ({where})."))
 
     guard = [Depends(token_check(token))]
-    app.include_router(review_routes(lambda request: session, dependencies=guard, token=token))
+    viewing = [Depends(token_check(token, in_query=True))]
+    routes = review_routes(
+        lambda request: session, dependencies=guard, view_dependencies=viewing, token=token
+    )
+    app.include_router(routes)
     return app
+
+
+def _wrong_address(request: Request, host: str, origin: str) -> str | None:
+    """Why a request is not for this editor, or None: another ``Host``, or a write sent
+    from a page of another origin."""
+    given = request.headers.get("host", "")
+    if given != host:
+        return (
+            f"This editor answers only at http://{host}/ (the address `fillpdf review` "
+            "printed), not at another name for this machine."
+        )
+    sender = request.headers.get("origin")
+    if request.method not in _READS and sender is not None and sender != origin:
+        return f"The editor takes saves only from its own page at {origin}/."
+    return None
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message}}, status_code=status, headers=headers)
 
 
 def _secured(response: Response) -> Response:
@@ -189,7 +247,9 @@ def _page_html(name: str, token: str) -> str:
     <p class="hint" data-hint>Select a field to edit it: click a box, or draw a new one.
       Arrow keys move it by 1 pt (Shift: 10 pt), Delete removes it, Ctrl+Z undoes.</p>
     <form class="props" data-props hidden>
-      <label>Name <input data-prop="name" autocomplete="off" spellcheck="false"></label>
+      <label>Name <input data-prop="name" autocomplete="off" spellcheck="false"
+        aria-describedby="name-problem"></label>
+      <p class="problem" id="name-problem" data-name-problem aria-live="polite" hidden></p>
       <label>Type <select data-prop="type"></select></label>
       <label>Label <input data-prop="label" autocomplete="off"></label>
       <label data-for="radio">Option <input data-prop="export" autocomplete="off"></label>
@@ -206,7 +266,9 @@ def _page_html(name: str, token: str) -> str:
       <p class="where" data-where></p>
     </form>
     <form class="props" data-group-props hidden>
-      <label>Radio group name <input data-prop="group" autocomplete="off"></label>
+      <label>Radio group name <input data-prop="group" autocomplete="off"
+        aria-describedby="group-problem"></label>
+      <p class="problem" id="group-problem" data-name-problem aria-live="polite" hidden></p>
       <p class="hint">The selected boxes become one question's options.</p>
     </form>
     <details class="legend"><summary>Colours</summary><ul data-legend></ul></details>

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 import pypdfium2 as pdfium
 
 from fillpdf_provider.engine.convert import convert
-from fillpdf_provider.engine.errors import DamagedPdfError
+from fillpdf_provider.engine.errors import DamagedPdfError, SchemaError
 from fillpdf_provider.engine.files import write_atomic
 from fillpdf_provider.engine.rebuild import entries_of
 from fillpdf_provider.engine.schema import FIELD_TYPES
@@ -23,6 +24,8 @@ SCALE = 1.5
 LOW_CONFIDENCE = 0.5
 #: PDFium maps points to whole pixels: a span this long gives the matrix to 1/1000 px.
 _SPAN = 1000.0
+#: How the engine's schema errors cite an entry: its place in the list, then maybe its name.
+_CITED = re.compile(r"""schema\[(\d+)\](?: \((?:'[^']*'|"[^"]*")\))?""")
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,65 @@ class ReviewSession:
         """Check ``schema`` by building the form from it (``SchemaError`` names a bad entry),
         then write the schema, and the fillable PDF with ``build``. Nothing is written for
         a schema that can't build."""
+        check_names(schema)
         result = convert(self.pdf, schema=list(schema))
         text = json.dumps(list(schema), indent=2, ensure_ascii=False) + "\n"
         where = self.sink.save_schema(text.encode("utf-8"))
         built = self.sink.save_pdf(result.pdf) if build else None
         self.schema = entries_of(list(schema))
         return Saved(where, built, len(result.schema))
+
+
+def check_names(schema: Sequence[Any]) -> None:
+    """Refuse two fields of one name, saying which by their names, types and places: the
+    engine's own check cites places in the schema list, which the editor never shows."""
+    first: dict[str, dict[str, Any]] = {}
+    for entry in schema:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue  # the engine's check names what is wrong with it
+        name = entry["name"]
+        seen = first.setdefault(name, entry)
+        if seen is entry or entry.get("type") == seen.get("type") == "radio":
+            continue  # a radio group's options share its name
+        raise SchemaError(
+            f"Two fields are named {name!r}: {_described(seen)} and {_described(entry)}. "
+            "Names must be unique (only the options of one radio group share a name); "
+            "rename one of them.",
+            name=name,
+        )
+
+
+def _described(entry: dict[str, Any]) -> str:
+    """``a text field on page 1 at (150, 615)``: enough to tell two fields of one name
+    apart on the page (a radio group by its first button)."""
+    widgets = entry.get("widgets")
+    first = widgets[0] if isinstance(widgets, list) and widgets else {}
+    where = {**entry, **first} if isinstance(first, dict) else entry
+    page, rect = where.get("page"), where.get("rect")
+    kind = entry.get("type")
+    text = f"a {kind} field" if kind else "a field"
+    if isinstance(page, int):
+        text += f" on page {page + 1}"
+    if isinstance(rect, list) and _numbers(rect, 4):
+        text += f" at ({rect[0]:g}, {rect[1]:g})"
+    return text
+
+
+def _numbers(values: list[Any], count: int) -> bool:
+    return len(values) == count and all(isinstance(v, int | float) for v in values)
+
+
+def in_field_names(message: str, schema: Sequence[Any]) -> str:
+    """``message`` with each ``schema[N] ('name')`` the engine wrote said as ``field 'name'``:
+    a person in the editor knows the fields by name, not by their place in the list."""
+
+    def named(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        entry = schema[index] if index < len(schema) else None
+        name = entry.get("name") if isinstance(entry, dict) else None
+        return f"field {name!r}" if isinstance(name, str) and name else "a field with no name"
+
+    return _CITED.sub(named, message)
 
 
 def render_pages(pdf: bytes, scale: float = SCALE) -> list[PageView]:

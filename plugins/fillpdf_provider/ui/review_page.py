@@ -2,13 +2,17 @@
 
 The FillPDF page links each conversion to ``/fillpdf/review/<conn_id>/<conversion_id>/``:
 the editor ``fillpdf review`` serves, behind Airflow's sign-in instead of a token. Reading
-needs permission to read connections; saving, to edit them. Save writes the reviewed schema
-into the store's ``reviewed/`` folder, where ``ConvertOperator(schema=...)`` reads it, and
-can build the fillable PDF beside it.
+needs permission to read that connection; saving, to edit it (the path parameter is named
+``connection_id``, the name Airflow's connection check reads, so an auth manager's rules per
+connection or per team apply). Save writes the reviewed schema into the store's
+``reviewed/`` folder, where ``ConvertOperator(schema=...)`` reads it, and can build the
+fillable PDF beside it. Errors name the connection and the conversion, never where the
+store is.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -18,13 +22,16 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.routing import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from fillpdf_provider.client import FillPdfApiError
-from fillpdf_provider.embedded import EmbeddedFillPdf
+from fillpdf_provider.client import FillPdfApiError, NotFound
+from fillpdf_provider.embedded import CONVERSION_ID, MAX_CONVERSION_ID, EmbeddedFillPdf
 from fillpdf_provider.review import ReviewSession, review_routes
+
+log = logging.getLogger(__name__)
 
 #: Sessions kept rendered (a form's pictures take a moment to draw): the latest few.
 KEPT_SESSIONS = 4
-PREFIX = "/review/{conn_id}/{conversion_id}"
+#: ``connection_id``: the path parameter Airflow's ``requires_access_connection`` reads.
+PREFIX = "/review/{connection_id}/{conversion_id}"
 
 
 def review_path(conn_id: str, conversion_id: str) -> str:
@@ -55,7 +62,8 @@ class Sessions:
         self._lock = threading.Lock()
 
     async def __call__(self, request: Request) -> ReviewSession:
-        key = (request.path_params["conn_id"], request.path_params["conversion_id"])
+        key = (request.path_params["connection_id"], request.path_params["conversion_id"])
+        well_formed(key[1])
         with self._lock:
             if key in self._kept:
                 self._kept.move_to_end(key)
@@ -68,12 +76,37 @@ class Sessions:
         return session
 
 
+def well_formed(conversion_id: str) -> None:
+    """Refuse (404) an id no conversion has before it reaches a store: ``conv_`` and ASCII
+    letters and digits, at most ``MAX_CONVERSION_ID`` characters."""
+    if not CONVERSION_ID.fullmatch(conversion_id):
+        shown = conversion_id if len(conversion_id) <= 40 else conversion_id[:37] + "..."
+        raise HTTPException(
+            404,
+            f"{shown!r} is not a conversion id: one is conv_ and ASCII letters and digits, "
+            f"at most {MAX_CONVERSION_ID} characters, as the FillPDF page lists them.",
+        )
+
+
 def _open(conn_id: str, conversion_id: str) -> ReviewSession:
     engine = embedded_engine(conn_id)
     try:
         flat, schema = engine.review_source(conversion_id)
+    except NotFound as exc:
+        said = exc.message
+        if engine.location in said:  # where the store is is no business of the browser's
+            said = (
+                f"Connection {conn_id!r} keeps no conversion {conversion_id!r} (a conversion "
+                "is kept 24 hours); convert the PDF again and follow its Review link."
+            )
+        raise HTTPException(404, said) from None
     except FillPdfApiError as exc:
-        raise HTTPException(404, str(exc)) from None
+        log.warning("Review of %s in connection %s: %s", conversion_id, conn_id, exc)
+        raise HTTPException(
+            503,
+            f"The conversions store of connection {conn_id!r} could not be read; the "
+            "api-server's log says what it refused (check the connection's conversions_uri).",
+        ) from None
     sink = StoreSink(engine, conversion_id)
     return ReviewSession(flat, schema, sink, name=f"{conversion_id}.pdf ({conn_id})")
 
@@ -104,5 +137,5 @@ def review_router(read: Any) -> APIRouter:
     edit connections."""
     from airflow.api_fastapi.core_api.security import requires_access_connection
 
-    edit = Depends(requires_access_connection("PUT"))
+    edit = Depends(requires_access_connection("PUT"))  # reads path parameter connection_id
     return review_routes(Sessions(), prefix=PREFIX, dependencies=[read], save_dependencies=[edit])

@@ -156,14 +156,65 @@
   // ---------------------------------------------------------------- drawing the pages
 
   function render() {
+    const twice = duplicateNames();
     for (const layer of $$("[data-layer]")) {
       const page = Number(layer.dataset.layer);
-      layer.replaceChildren(...boxes.filter((b) => b.page === page).map(boxElement));
+      layer.replaceChildren(...boxes.filter((b) => b.page === page).map((b) => boxElement(b, twice)));
+      placeCaptions(layer);
     }
     inspect();
   }
 
-  function boxElement(box) {
+  // Keep each caption on its page: above its box, down to the page's top edge (over the
+  // box's top where there is not quite room), below the box where there is less than half a
+  // caption's room; never past the left or right edge. A radio option's caption is centred over
+  // its button, so the captions of a row of buttons sit side by side. All sizes are read
+  // before any is written, so the page is laid out once.
+  function placeCaptions(layer) {
+    const width = layer.clientWidth;
+    const captions = $$(".caption", layer);
+    const sizes = captions.map((c) => {
+      const r = c.getBoundingClientRect();
+      return [r.width, r.height, c.parentElement.clientLeft];
+    });
+    captions.forEach((caption, i) => {
+      const field = caption.parentElement;
+      const left = parseFloat(field.style.left), top = parseFloat(field.style.top);
+      const fieldWidth = parseFloat(field.style.width);
+      // A caption is placed from inside its box's border; sizes are in the page's pixels.
+      const [w, h, border] = [Math.min(sizes[i][0], width), sizes[i][1], sizes[i][2]];
+      const wanted = field.dataset.type === "radio" ? left + (fieldWidth - w) / 2 : left;
+      const at = Math.max(0, Math.min(wanted, width - w));
+      caption.style.left = `${at - left - border}px`;
+      caption.style.maxWidth = `${width}px`;
+      const room = top + border; // above the caption's usual place, to the page's top
+      const below = room < h / 2;
+      caption.classList.toggle("below", below);
+      caption.style.bottom = below || room >= h ? "" : `calc(100% - ${h - room}px)`;
+    });
+  }
+
+  // Names that more than one field has (a radio group's buttons are one field).
+  function duplicateNames() {
+    const kinds = new Map();
+    for (const b of boxes) {
+      const seen = kinds.get(b.name) || { radio: 0, other: 0 };
+      if (b.type === "radio") seen.radio = 1;
+      else seen.other += 1;
+      kinds.set(b.name, seen);
+    }
+    return new Set([...kinds].filter(([, k]) => k.radio + k.other > 1).map(([name]) => name));
+  }
+
+  // Another field that already has ``name``, or null: a radio button's own group is not one.
+  function clashWith(box, name) {
+    return boxes.find((b) => b.name === name && b.id !== box.id &&
+      !(box.type === "radio" && b.type === "radio" && b.name === box.name)) || null;
+  }
+
+  function described(box) { return `the ${box.type} field on page ${box.page + 1}`; }
+
+  function boxElement(box, twice) {
     const [x0, y0, x1, y1] = pictureBox(box.page, box.rect);
     const el = document.createElement("div");
     el.className = "field";
@@ -175,18 +226,27 @@
     el.setAttribute("role", "button");
     const sure = box.confidence === undefined ? 1 : box.confidence;
     const low = sure < doc.low_confidence;
-    el.setAttribute("aria-label", `${box.name} (${box.type}${low ? ", low confidence" : ""})`);
+    const duplicate = twice.has(box.name);
+    const option = box.type === "radio" ? `=${box.export}` : "";
+    const notes = (low ? ", low confidence" : "") + (duplicate ? ", name used twice" : "");
+    el.setAttribute("aria-label", `${box.name}${option} (${box.type}${notes})`);
+    el.title = `${box.name}${option} (${box.type}, ${Math.round(sure * 100)}% sure${notes})`;
     el.classList.toggle("low", low);
+    el.classList.toggle("duplicate", duplicate);
     el.classList.toggle("selected", selected.includes(box.id));
     el.style.left = `${x0}px`;
     el.style.top = `${y0}px`;
     el.style.width = `${Math.max(1, x1 - x0)}px`;
     el.style.height = `${Math.max(1, y1 - y0)}px`;
     el.style.setProperty("--color", COLORS[box.type] || "#5a5a5a");
+    // A radio button's caption is its option; the group's name shows when it is selected.
     const caption = document.createElement("span");
     caption.className = "caption";
-    const option = box.type === "radio" ? `=${box.export}` : "";
-    caption.textContent = `${box.name}${option} · ${Math.round(sure * 100)}%`;
+    const part = (className, text) => Object.assign(document.createElement("span"),
+      { className, textContent: text });
+    caption.append(part("name", box.name));
+    if (option) caption.append(part("option", option));
+    caption.append(part("sure", ` · ${Math.round(sure * 100)}%`));
     el.appendChild(caption);
     const handle = document.createElement("span");
     handle.className = "handle";
@@ -226,7 +286,9 @@
       item.textContent = type;
       return item;
     }), Object.assign(document.createElement("li"), {
-      className: "low", textContent: `dashed: less than ${Math.round(doc.low_confidence * 100)}% sure`,
+      className: "low", textContent: `dashed, yellow edge: less than ${Math.round(doc.low_confidence * 100)}% sure`,
+    }), Object.assign(document.createElement("li"), {
+      className: "duplicate", textContent: "red edge: a name another field has too",
     }));
     const select = $('[data-prop="type"]');
     select.replaceChildren(...doc.types.map((type) => Object.assign(
@@ -249,6 +311,7 @@
     if (chosen.length >= 2) {
       const group = $('[data-prop="group"]');
       if (document.activeElement !== group) group.value = suggestGroupName(chosen);
+      checkName(group);
     }
     if (!one) return;
     const form = $("[data-props]");
@@ -265,6 +328,38 @@
     const r = one.rect;
     $("[data-where]").textContent =
       `Page ${one.page + 1}, [${r.map((v) => v.toFixed(1)).join(", ")}] pt`;
+    checkName($('[data-prop="name"]'));
+  }
+
+  // What is wrong with the name typed in ``input`` (empty, or another field's), or "".
+  function nameProblem(input) {
+    const name = input.value.trim();
+    if (!name) return "A field needs a name.";
+    const chosen = selectedBoxes();
+    if (input.dataset.prop === "group") {
+      const inGroup = (b) => selected.includes(b.id) ||
+        (b.type === "radio" && chosen.some((c) => c.type === "radio" && c.name === b.name));
+      const other = boxes.find((b) => b.name === name && !inGroup(b));
+      return other ? `${described(other)} is already named "${name}"; names must be unique.` : "";
+    }
+    if (chosen.length !== 1) return "";
+    const other = clashWith(chosen[0], name);
+    return other ? `${described(other)} is already named "${name}"; names must be unique.` : "";
+  }
+
+  // Flag the name as it is typed: the input, the message under it, and the other box.
+  function checkName(input) {
+    const problem = nameProblem(input);
+    const note = input.closest("form").querySelector("[data-name-problem]");
+    note.textContent = problem ? problem.charAt(0).toUpperCase() + problem.slice(1) : "";
+    note.hidden = !problem;
+    input.setAttribute("aria-invalid", problem ? "true" : "false");
+    const name = input.value.trim();
+    for (const el of $$(".field")) {
+      el.classList.toggle("clash", Boolean(problem) && el.dataset.field === name &&
+        !selected.includes(Number(el.dataset.id)));
+    }
+    return problem;
   }
 
   function suggestGroupName(chosen) {
@@ -284,7 +379,8 @@
     else value = input.value;
     if (key === "name") {
       value = value.trim();
-      if (!value) { status("A field needs a name.", true); inspect(); return; }
+      const problem = checkName(input);
+      if (problem) { status(`Not renamed: ${problem}`, true); return; }
     }
     if (JSON.stringify(box[key]) === JSON.stringify(value)) return;
     remember();
@@ -347,6 +443,8 @@
     if (chosen.length < 2) return;
     const name = $('[data-prop="group"]').value.trim();
     if (!name) { status("Give the radio group a name.", true); return; }
+    const problem = checkName($('[data-prop="group"]'));
+    if (problem) { status(`Not grouped: ${problem}`, true); return; }
     remember();
     const taken = new Set();
     for (const box of chosen) {
@@ -526,18 +624,18 @@
     if (!response.ok) {
       const error = body.error || {};
       status(`Not saved: ${error.message || response.statusText}`, true);
-      if (typeof error.index === "number") focusEntry(error.index);
+      const entry = typeof error.index === "number" ? schemaOf()[error.index] : null;
+      focusName(error.name || (entry && entry.name));
       return;
     }
     status(`Saved ${body.fields} fields to ${body.saved}` + (body.built ? `; built ${body.built}.` : "."));
     document.body.dataset.saved = String(Date.now());
   }
 
-  // Select the boxes of schema entry ``index`` (an error names the entry).
-  function focusEntry(index) {
-    const entry = schemaOf()[index];
-    if (!entry) return;
-    selected = boxes.filter((b) => b.name === entry.name).map((b) => b.id);
+  // Select the boxes of the field an error names (all of them, for a name used twice).
+  function focusName(name) {
+    if (!name) return;
+    selected = boxes.filter((b) => b.name === name).map((b) => b.id);
     render();
     const el = $(`.field[data-id="${selected[0]}"]`);
     if (el) el.scrollIntoView({ block: "center" });
@@ -557,11 +655,10 @@
     $('[data-action="save"]').addEventListener("click", () => save(false));
     $('[data-action="build"]').addEventListener("click", () => save(true));
     for (const input of $$("[data-props] [data-prop]")) {
-      if (input.tagName === "SELECT" || input.type === "checkbox") {
-        input.addEventListener("change", () => applyProp(input));
-      } else {
-        input.addEventListener("change", () => applyProp(input));
-      }
+      input.addEventListener("change", () => applyProp(input));
+    }
+    for (const input of $$('[data-prop="name"], [data-prop="group"]')) {
+      input.addEventListener("input", () => checkName(input));
     }
     for (const form of $$("form")) form.addEventListener("submit", (e) => e.preventDefault());
   }
@@ -580,7 +677,9 @@
     buildLegend();
     render();
     const low = boxes.filter((b) => (b.confidence === undefined ? 1 : b.confidence) < doc.low_confidence);
-    status(`${boxes.length} boxes on ${doc.pages.length} page(s); ${low.length} marked for a closer look.`);
+    const twice = duplicateNames().size;
+    status(`${boxes.length} boxes on ${doc.pages.length} page(s); ${low.length} marked for a closer look` +
+      (twice ? `; ${twice} name(s) used by more than one field.` : "."));
     document.body.dataset.ready = "true";
   }
 
