@@ -199,17 +199,20 @@ def test_a_date_in_the_forms_format_is_kept_as_written(form: bytes) -> None:
         assert fields["signed_on"]["/V"] == written
 
 
-def test_the_api_keeps_json_types_and_says_to_send_true(
-    service: Server, key: str, conversion_id: str
+def test_the_api_reads_a_tables_spellings_as_the_cli_does(
+    service: Server, key: str, conversion_id: str, reference: bytes
 ) -> None:
     with service.client(key) as client:
+        answer = client.post("/v1/fill", json={"conversion_id": conversion_id, "values": CELLS})
+        assert answer.status_code == 200, answer.text
+        assert answer.content == reference  # "yes" ticks the box as true does
         answer = client.post(
-            "/v1/fill", json={"conversion_id": conversion_id, "values": {"member": "yes"}}
+            "/v1/fill", json={"conversion_id": conversion_id, "values": {"member": "maybe"}}
         )
     assert answer.status_code == 400
     error = answer.json()["error"]
     assert error["param"] == "member"
-    assert "true" in error["message"] and "'yes' (a str)" in error["message"]
+    assert "'maybe' is not a checkbox value" in error["message"] and "true" in error["message"]
 
 
 def test_the_input_check_reads_dates_by_the_same_rule(form: bytes, tmp_path: Path) -> None:

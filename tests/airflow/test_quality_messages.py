@@ -206,7 +206,7 @@ def test_a_failing_input_check_in_a_dag_run(
     assert not found, f"{len(found)} lines from third parties: " + "\n".join(found[:5])
     log = out + err + caplog.text
     assert "column 'newsletter': 1 of 6 rows is not a checkbox value: 'Maybe' (row 3)." in log
-    assert "Write true/false, yes/no, 1/0, x or on/off, or leave the cell empty." in log
+    assert "Write true/false, yes/no, y/n, 1/0, x or on/off, or leave the cell empty." in log
     saved = json.loads((out_dir / "_quality" / "input.json").read_text())
     assert saved["failures"][0]["sample_values"] == ["Maybe"]
 
@@ -468,7 +468,9 @@ def test_the_saved_failures_carry_the_message_and_the_fix(form: Template) -> Non
     report = input_rows_check(_set(2, "newsletter", "Maybe")(sample_rows()), form)
     failure = report.brief()["failures"][0]
     assert failure["message"] == line_for(report, "column 'newsletter'")[2:]
-    assert failure["fix"] == "Write true/false, yes/no, 1/0, x or on/off, or leave the cell empty."
+    assert failure["fix"] == (
+        "Write true/false, yes/no, y/n, 1/0, x or on/off, or leave the cell empty."
+    )
 
 
 # --------------------------------------------------------------------------- exceptions

@@ -9,8 +9,37 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
+
+#: Characters of a refused value an error quotes: enough to recognise it, never a whole
+#: document in a log line or a manifest. And options it lists in full (they are copied).
+SHOWN_VALUE = 40
+SHOWN_OPTIONS = 12
+
+
+def quoted_value(value: object) -> str:
+    """``value`` as an error quotes it: its repr, cut to ``SHOWN_VALUE`` characters."""
+    text = repr(value)
+    if len(text) <= SHOWN_VALUE:
+        return text
+    return text[: SHOWN_VALUE - 4] + "..." + text[-1]  # keeps the closing quote or bracket
+
+
+def given_value(value: object) -> str:
+    """``'maybe'`` for a string; ``1 (an int)`` for a value of another type, which may be
+    the mistake."""
+    if isinstance(value, str):
+        return quoted_value(value)
+    kind = type(value).__name__
+    return f"{quoted_value(value)} ({'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind})"
+
+
+def shown_options(options: Sequence[str]) -> str:
+    """A field's options as a value must spell them, the first ``SHOWN_OPTIONS`` of them."""
+    shown = ", ".join(repr(o) for o in options[:SHOWN_OPTIONS])
+    more = len(options) - SHOWN_OPTIONS
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 class FillPdfError(Exception):

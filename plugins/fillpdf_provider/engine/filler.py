@@ -34,13 +34,15 @@ from fillpdf_provider.engine.appearance import (
     text_stream,
     widget_box,
 )
-from fillpdf_provider.engine.dates import form_date
+from fillpdf_provider.engine.coerce import button_value
+from fillpdf_provider.engine.dates import form_date, shortest_date
 from fillpdf_provider.engine.errors import (
     FieldValueError,
     NoFormError,
     TextOverflowError,
     UnknownFieldError,
-    close_names,
+    given_value,
+    quoted_value,
 )
 from fillpdf_provider.engine.files import write_atomic
 from fillpdf_provider.engine.form import (
@@ -58,6 +60,8 @@ from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, open_pdf, reading_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
+#: Kinds whose value is one of a set (a tick, an option): read by the one value rule.
+BUTTON_KINDS = ("checkbox", "radio", "choice")
 #: A row's embedded subsets: fallback font index -> (subset, object number of its font).
 _Unicode = dict[int, tuple[fonts.UnicodeSubset, int]]
 _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
@@ -250,10 +254,9 @@ class Template:
                 raise UnknownFieldError(str(key), self._plans)
             if value is None:
                 continue
-            if plan.field.kind == "date" and isinstance(value, str):
-                # as written in the form's format, or from ISO: then its length is checked
-                value = form_date(plan.field.name, value, plan.field.date_format)
-            _validate(plan.field, value)
+            value = _fill_value(plan.field, value)
+            if value is None:
+                continue
             chosen.append((plan, value))
         # The form's order, not the caller's: the same values give the same bytes.
         chosen.sort(key=lambda item: item[0].order)
@@ -647,6 +650,7 @@ def _text_content(
             multiline=plan.multiline,
             comb=plan.comb,
             fit=row.fit if form_field.kind != "choice" else row.option_fit,
+            least=shortest_date(form_field.date_format) if form_field.date_format else 1,
         )
     except TextTooLong as exc:
         raise TextOverflowError(form_field.name, str(exc)) from None
@@ -967,83 +971,42 @@ def _font_line(core: str | None, descriptor: object) -> tuple[float, float]:
     return 0.718, -0.207
 
 
+def _fill_value(form_field: FormField, value: object) -> object | None:
+    """What ``value`` fills ``form_field`` with by the one value rule (``engine.coerce``:
+    "Y", "yes", "X" and True alike for a tick or a yes/no group; a date from ISO), None to
+    leave it alone; a value the field cannot take is refused."""
+    if form_field.kind in BUTTON_KINDS:
+        return button_value(
+            form_field.kind, form_field.options, form_field.name, value, form_field.displays
+        )
+    if form_field.kind == "date" and isinstance(value, str):
+        # as written in the form's format, or from ISO: then its length is checked
+        value = form_date(form_field.name, value, form_field.date_format)
+    _validate(form_field, value)
+    return value
+
+
 def _validate(form_field: FormField, value: object) -> None:
-    """Refuse a value its field cannot take, quoting the value and saying what it takes."""
-    kind = form_field.kind
-    if kind == "checkbox":
-        if not isinstance(value, bool):
-            raise FieldValueError(
-                form_field.name,
-                f"a checkbox takes true or false, not {_given(value)}; give true to tick it "
-                "or false to leave it clear.",
-            )
-        return
+    """Refuse a text or date value its field cannot take, quoting it and saying what the
+    field takes (buttons and choices are checked by ``button_value``)."""
     if not isinstance(value, str):
         raise FieldValueError(form_field.name, _not_a_string(form_field, value))
-    if kind in ("radio", "choice"):
-        if value not in (form_field.options or ()):
-            raise FieldValueError(
-                form_field.name,
-                f"{_quoted(value)} is not one of the options: {_options(form_field)}"
-                f"{_option_hint(form_field, value)}",
-            )
-        return
     if form_field.max_length is not None and len(value) > form_field.max_length:
         limit = form_field.max_length
         raise FieldValueError(
             form_field.name,
-            f"{_quoted(value)} is {len(value)} characters, over the field's limit of {limit}; "
-            f"shorten it to at most {limit}.",
+            f"{quoted_value(value)} is {len(value)} characters, over the field's limit of "
+            f"{limit}; shorten it to at most {limit}.",
         )
 
 
-#: Characters of a refused value an error quotes: enough to recognise it, never a whole
-#: document in a log line or a manifest.
-SHOWN_VALUE = 40
-SHOWN_OPTIONS = 12
-
-
-def _quoted(value: object) -> str:
-    """``value`` as an error quotes it: its repr, cut to ``SHOWN_VALUE`` characters."""
-    text = repr(value)
-    if len(text) <= SHOWN_VALUE:
-        return text
-    return text[: SHOWN_VALUE - 4] + "..." + text[-1]  # keeps the closing quote or bracket
-
-
-def _given(value: object) -> str:
-    """``'maybe' (a str)``: a value of the wrong type, and that type."""
-    kind = type(value).__name__
-    return f"{_quoted(value)} ({'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind})"
-
-
-def _options(form_field: FormField) -> str:
-    """The field's options as a value must spell them (in full: they are to be copied)."""
-    options = form_field.options or ()
-    shown = ", ".join(repr(o) for o in options[:SHOWN_OPTIONS])
-    more = len(options) - SHOWN_OPTIONS
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _option_hint(form_field: FormField, value: str) -> str:
-    """What the value was probably meant to be: the option whose shown text it is, one
-    that differs only in case, or the nearest; else a plain end of sentence."""
-    options = list(form_field.options or ())
-    for option in options:
-        if form_field.displays.get(option) == value and option != value:
-            return f"; {value!r} is the text shown for {option!r}: give the option, {option!r}."
-    near = [o for o in options if o.casefold() == value.casefold()] or close_names(value, options)
-    return f"; did you mean {near[0]!r}?" if near else "."
-
-
 def _not_a_string(form_field: FormField, value: object) -> str:
-    kind = form_field.kind
-    if kind in ("radio", "choice"):
-        return f"a {kind} field takes a string, one of {_options(form_field)}; not {_given(value)}."
     limit = form_field.max_length
     within = f" of at most {limit} characters" if limit is not None else ""
-    what = "the date as text" if kind == "date" else "the value as text"
-    return f"a {kind} field takes a string, not {_given(value)}; give {what}{within}."
+    what = "the date as text" if form_field.kind == "date" else "the value as text"
+    return (
+        f"a {form_field.kind} field takes a string, not {given_value(value)}; give {what}{within}."
+    )
 
 
 def inspect(pdf: PdfInput) -> list[Field]:

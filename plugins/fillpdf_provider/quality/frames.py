@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fillpdf_provider.engine.batch import read_batches, read_columns
-from fillpdf_provider.engine.coerce import TRUE_WORDS, to_text
+from fillpdf_provider.engine.coerce import TRUE_WORDS, to_text, yes_no_sides
 from fillpdf_provider.engine.dates import as_iso
 from fillpdf_provider.engine.schema import Field
 
@@ -118,8 +118,8 @@ def input_frame(
 def values_key(frame: pd.DataFrame, pairs: Mapping[str, Field] | None) -> pd.Series:
     """A hash per input row of what it fills: rows with equal keys give equal PDFs.
 
-    Checkbox words are reduced to on/off (``x`` and ``yes`` fill the same); without the
-    form's fields every column counts, as text.
+    Checkbox and yes/no group words are reduced to on/off (``x`` and ``yes`` fill the same);
+    without the form's fields every column counts, as text.
     """
     if pairs is None:
         columns = {c: frame[c] for c in frame.columns}
@@ -129,6 +129,8 @@ def values_key(frame: pd.DataFrame, pairs: Mapping[str, Field] | None) -> pd.Ser
             values = frame[column]
             if form_field.type == "checkbox":
                 values = values.isin(TRUE_WORDS)
+            elif yes_no_sides(form_field.options or ()):  # a blank cell answers neither
+                values = values.isin(TRUE_WORDS).where(values.notna())
             columns[column] = values
     if not columns:
         return pd.Series(0, index=frame.index, dtype="uint64")

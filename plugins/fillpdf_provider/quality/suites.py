@@ -14,7 +14,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from fillpdf_provider.engine.batch import MANIFEST_SCHEMA
-from fillpdf_provider.engine.coerce import FALSE_WORDS, TRUE_WORDS
+from fillpdf_provider.engine.coerce import (
+    FALSE_SHOWN,
+    TRUE_SHOWN,
+    accepted_cells,
+    sole_option,
+    yes_no_sides,
+)
 from fillpdf_provider.engine.schema import FIELD_TYPES, Field
 from fillpdf_provider.quality.context import context, importing_gx
 
@@ -27,10 +33,9 @@ NAME_PATTERN = r"^[a-z0-9_]+$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 ISO_DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 ISO_DATE_FORMAT = "%Y-%m-%d"
-CHECKBOX_WORDS = sorted((TRUE_WORDS | FALSE_WORDS) - {""})
 STATUSES = ("ok", "error")
 SHOWN_OPTIONS = 12
-CHECKBOX_FIX = "Write true/false, yes/no, 1/0, x or on/off, or leave the cell empty."
+CHECKBOX_FIX = "Write true/false, yes/no, y/n, 1/0, x or on/off, or leave the cell empty."
 MANIFEST_FIX = "check that the file is the manifest a fill wrote."
 SAME_RUN = "check that the manifest and the rows are from the same run."
 
@@ -233,30 +238,34 @@ def _missing_column(
 
 def _field_expectations(s: SuiteBuilder, column: str, f: Field) -> None:
     on = {"column": column, "field": f.name}
+    accepted = accepted_cells(f.type, f.options)  # the filler's rule (engine.coerce)
     if f.type == "checkbox":
         s.add(
             gxe.ExpectColumnValuesToBeInSet,
-            "a checkbox value: true/false, yes/no, 1/0, x, on/off or empty",
+            "a checkbox value: true/false, yes/no, y/n, 1/0, x, on/off or empty",
             problem="{is} not a checkbox value",
             fix=CHECKBOX_FIX,
-            value_set=CHECKBOX_WORDS,
+            value_set=sorted(accepted or ()),
             **on,
         )
     elif f.type in ("radio", "choice"):
         options = list(f.options or ())
-        allowed = {o.strip().lower() for o in options}  # as the frame reads cells: trimmed
         shown = ", ".join(repr(o) for o in options[:SHOWN_OPTIONS])
         shown += ", ..." if len(options) > SHOWN_OPTIONS else ""
         fix = f"Use one of {shown} (any case), or leave the cell empty."
-        if len([o for o in options if o.lower() != "off"]) == 1:
-            allowed |= TRUE_WORDS - {""}  # a one-option button also takes "yes", "x"...
-            fix = f"Use {shown} (any case) or yes/x to select it, or leave the cell empty."
+        if sides := yes_no_sides(options):
+            fix = (
+                f"Use {shown} (any case), {TRUE_SHOWN} for {sides[0]!r}, {FALSE_SHOWN} for "
+                f"{sides[1]!r}, or leave the cell empty."
+            )
+        elif sole := sole_option(options):
+            fix = f"Use {shown} (any case) or yes/x to select {sole!r}, or leave the cell empty."
         s.add(
             gxe.ExpectColumnValuesToBeInSet,
             f"one of the options: {', '.join(options[:SHOWN_OPTIONS])} (any case)",
             problem="{is} not one of the field's options",
             fix=fix,
-            value_set=sorted(allowed),
+            value_set=sorted(accepted or ()),
             **on,
         )
     elif f.type == "date":
