@@ -19,6 +19,7 @@ import pytest
 
 from fillpdf_provider.engine import FieldValueError, Fit, Template, TextOverflowError
 from fillpdf_provider.engine.batch import fill_rows
+from kits import formedit, viewcheck
 from kits.formkit import Spec, build_form
 
 SAMPLE = Path(__file__).resolve().parents[2] / "include" / "sample_form.pdf"
@@ -141,3 +142,36 @@ def test_a_choice_too_long_for_its_box_shows_its_start_at_its_own_size() -> None
         assert {round(c["size"]) for c in chars} == {10}  # the field's own size, not 4 pt
         assert max(c["x1"] for c in chars) <= 160 + 0.5  # cut at the box's edge
     assert form.fill_result({"degree": "None"}).cut == ()
+
+
+TICK_BOX = (358.7, 654.3, 364.6, 660.2)  # a 6 pt square for an X, as court forms have
+DAY_BOX = (86.9, 463.3, 106.5, 479.1)  # 20 pt wide, under a dd/mm/yyyy script
+
+
+def _drawn_across(pdf: bytes, rect: tuple[float, float, float, float]) -> tuple[str, float, float]:
+    """The text a viewer shows in ``rect`` and how far its glyphs run left and right."""
+    chars = [c for c in formedit.page_chars(viewcheck.flatten_with_pdfium(pdf)) if c["text"]]
+    inside = [c for c in chars if c["x1"] > rect[0] - 20 and c["x0"] < rect[2] + 20]
+    text = "".join(c["text"] for c in inside)
+    return text, min(c["x0"] for c in inside), max(c["x1"] for c in inside)
+
+
+def test_a_box_too_narrow_for_one_character_at_4_pt_takes_one_at_the_size_it_allows() -> None:
+    form = Template(build_form([Spec("tick", "text", TICK_BOX, da="/Helv 0 Tf 0 g")]))
+    text, left, right = _drawn_across(form.fill({"tick": "X"}), TICK_BOX)
+    assert text == "X" and TICK_BOX[0] - 0.5 <= left < right <= TICK_BOX[2] + 0.5
+    with pytest.raises(TextOverflowError, match="2 characters need"):
+        form.fill({"tick": "XX"})  # more than one character: shortening it helps
+
+
+def test_a_date_box_too_narrow_for_its_date_at_4_pt_takes_one_at_the_size_it_allows() -> None:
+    specs = [Spec("day", "text", DAY_BOX, da="/Helv 9 Tf 0 g")]
+    form = Template(formedit.add_date_script(build_form(specs), "day", "dd/mm/yyyy"))
+    text, left, right = _drawn_across(form.fill({"day": "2025-03-05"}), DAY_BOX)
+    assert text == "05/03/2025" and DAY_BOX[0] - 0.5 <= left < right <= DAY_BOX[2] + 0.5
+
+
+def test_the_same_box_without_a_date_format_still_refuses_ten_characters() -> None:
+    form = Template(build_form([Spec("day", "text", DAY_BOX, da="/Helv 9 Tf 0 g")]))
+    with pytest.raises(TextOverflowError, match="10 characters need"):
+        form.fill({"day": "05/03/2025"})

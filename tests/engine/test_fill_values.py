@@ -12,6 +12,8 @@ import math
 from typing import Any
 
 import pdfplumber
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 import pytest
 from pypdf.generic import NameObject, NumberObject, TextStringObject
 
@@ -307,6 +309,39 @@ def test_quadding_falls_back_to_the_acroform_default() -> None:
 def test_text_on_a_rotated_page_lands_inside_its_rect() -> None:
     _, flat = one_field(Spec("t", "text", BOX), "Turned page", rotate=90)
     assert viewcheck.text_in_rect(flat, 0, BOX) == "Turnedpage"
+
+
+def tight_glyph_boxes(flat: bytes, page: int = 0) -> list[tuple[str, tuple[float, ...]]]:
+    """Each drawn char and PDFium's tight box of its glyph (user space): the ink it would
+    show were the appearance's clip not there to cut it off."""
+    doc = pdfium.PdfDocument(flat)
+    try:
+        text = doc[page].get_textpage()
+        chars = [chr(pdfium_c.FPDFText_GetUnicode(text, i)) for i in range(text.count_chars())]
+        return [(c, text.get_charbox(i, loose=False)) for i, c in enumerate(chars) if c.strip()]
+    finally:
+        doc.close()
+
+
+@pytest.mark.parametrize("rotation", [180, 270])
+def test_multiline_text_on_a_turned_page_without_mk_r_stays_in_its_box(rotation: int) -> None:
+    # Rows that are wide on a page turned 270 degrees are tall and thin in the page's own
+    # space; without /MK /R their text runs along that space, in lines a few points wide.
+    rows: list[Rect] = [(60 + 30 * i, 100, 60 + 30 * i + width, 500) for i, width in
+                        enumerate((8, 10, 12, 14, 20))]  # fmt: skip
+    specs = [Spec(f"row{i}", "text", r, multiline=True, da="/Helv 12 Tf 0 g") for i, r in
+             enumerate(rows)]  # fmt: skip
+    value = "Delivery to Müller-Lüdenscheid Ærø via Wümme"
+    flat = shown(fill(build_form(specs, rotate=rotation), {s.name: value for s in specs}))
+    glyphs = tight_glyph_boxes(flat)
+    for rect in rows:
+        x0, y0, x1, y1 = rect
+        inside = [(c, b) for c, b in glyphs if x0 - 5 < (b[0] + b[2]) / 2 < x1 + 5]
+        drawn = "".join(c for c, _ in inside if c not in "-\x02")  # PDFium: a line's last hyphen
+        assert squash(drawn) == squash(value.replace("-", ""))  # is a soft one, code 2
+        past = [(c, b) for c, b in inside if b[0] < x0 - 0.5 or b[2] > x1 + 0.5]
+        assert not past, f"{rect}: glyphs past the box {past[:3]}"
+        assert all(y0 - 0.5 <= b[1] and b[3] <= y1 + 0.5 for _, b in inside)
 
 
 def test_text_on_the_second_page() -> None:

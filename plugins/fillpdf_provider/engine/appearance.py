@@ -255,8 +255,14 @@ def _fit_single(
     extent: tuple[float, float],
     fit: Fit,
     chars: int = 0,
+    least: int = 1,
 ) -> tuple[float, bool]:
-    """(size, whether the text is wider than the box even at that size) for one line."""
+    """(size, whether the text is wider than the box even at that size) for one line.
+
+    ``least``: the fewest characters the field's values have (one; a date's shortest in its
+    format). A value no longer cannot be shortened, so a box too narrow for it at the
+    minimum size draws it at the size its width allows, as a box too short keeps the size
+    its height allows: a one-character box made for a tick takes its ``X``."""
     room_h = box.height - 2 * max(1.0, box.border)
     line = extent[0] - extent[1]
     # A box too short for the minimum size keeps the size its height allows (its designer's
@@ -268,7 +274,7 @@ def _fit_single(
         return size, False
     floor = min(fit.min_size, size)  # a box too short for the minimum keeps its own size
     needed = room_w / width_at_1
-    if needed >= floor:
+    if needed >= floor or (chars <= least and needed >= SMALLEST):
         return needed, False
     if fit.policy == "error":
         holds = int(chars * max(needed, 0) / floor)
@@ -399,27 +405,31 @@ def text_stream(
     multiline: bool = False,
     comb: int | None = None,
     fit: Fit = Fit(),
+    least: int = 1,
 ) -> tuple[bytes, bool]:
     """Content of a text field's appearance showing ``text``, and whether ``fit`` had to
-    cut the text to keep it inside the box."""
+    cut the text to keep it inside the box (``least``: the fewest characters the field's
+    values have, drawn whatever the box)."""
     body = [b"/Tx BMC\nq\n", box.frame, box.clip, b"BT\n"]
     if comb:
         lines, cut = _comb(box, style, text, comb, fit), False
     elif multiline:
-        lines, cut = _multiline(box, style, text, fit)
+        lines, cut = _multiline(box, style, text, fit, least)
     else:
-        lines, cut = _single(box, style, text, fit)
+        lines, cut = _single(box, style, text, fit, least)
     body += lines
     body.append(b"ET\nQ\nEMC")
     return b"".join(body), cut
 
 
-def _single(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[bytes], bool]:
+def _single(
+    box: Box, style: TextStyle, text: str, fit: Fit, least: int = 1
+) -> tuple[list[bytes], bool]:
     font, da = style.font, style.da
     text = " ".join(text.split())
     codes = font.encode(text) or b""
     extent = ink_extent(font, text)
-    size, cut = _fit_single(box, font, da.size, font.width(codes), extent, fit, len(text))
+    size, cut = _fit_single(box, font, da.size, font.width(codes), extent, fit, len(text), least)
     if cut:
         text = _cut_to_width(text, font, size, box.width - 2 * box.padding)
         codes = font.encode(text) or b""
@@ -469,7 +479,9 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
     return out
 
 
-def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[bytes], bool]:
+def _multiline(
+    box: Box, style: TextStyle, text: str, fit: Fit, least: int = 1
+) -> tuple[list[bytes], bool]:
     font = style.font
     if not text.strip():
         return [], False
@@ -480,10 +492,17 @@ def _multiline(box: Box, style: TextStyle, text: str, fit: Fit) -> tuple[list[by
     # most is laid out as one line, as viewers do, sized by its height and width.
     one_line = room_h / (top - bottom) if top > bottom else AUTO_MAX_SIZE
     start = min(style.da.size or AUTO_MAX_SIZE, max(one_line, SMALLEST))
+    ink, widest = _ink_width(font, text)
+    if widest > 0 and room_w > 0:
+        # No line break narrows a character: a box too narrow for its widest one (a tall,
+        # thin box, as a row turned with its page is without /MK /R) starts at the size
+        # that character fits, and one too narrow at the minimum keeps the size its width
+        # allows, as one too short keeps the size its height allows.
+        start = min(start, max(room_w / widest, SMALLEST))
     floor = min(fit.min_size, start)
     if _lines_hold(room_h, top - bottom, floor) <= 1:
-        return _single(box, style, text, fit)
-    room = _Room(room_w, room_h, top - bottom, *_ink_width(font, text))
+        return _single(box, style, text, fit, least)
+    room = _Room(room_w, room_h, top - bottom, ink, widest)
     size, lines, cut = _fitted_lines(room, text, font, start, floor, fit)
     return _line_ops(box, style, lines, size, top), cut
 

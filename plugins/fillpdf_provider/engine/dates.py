@@ -12,12 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from typing import TYPE_CHECKING
 
 from fillpdf_provider.engine.errors import FieldValueError
-
-if TYPE_CHECKING:
-    from fillpdf_provider.engine.fillable import Form
 
 _AF_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d")
 _MONTHS = {
@@ -42,11 +38,19 @@ _PARTS = {
 }
 #: The date an error shows in the form's format, as an example to copy.
 EXAMPLE = dt.date(2025, 3, 5)
-
-
-def date_formats(form: Form) -> dict[str, str | None]:
-    """Each date field of ``form`` and its format (None where the form names none)."""
-    return {f.name: form.date_format(f.name) for f in form.fields if f.type == "date"}
+_DAYS = [dt.date(2000, 1, day) for day in range(3, 10)]  # Monday to Sunday
+_SHORTEST = {
+    "yyyy": 4,
+    "yy": 2,
+    "mmmm": min(len(dt.date(2000, m, 1).strftime("%B")) for m in range(1, 13)),
+    "mmm": min(len(dt.date(2000, m, 1).strftime("%b")) for m in range(1, 13)),
+    "mm": 2,
+    "m": 1,
+    "dddd": min(len(day.strftime("%A")) for day in _DAYS),
+    "ddd": min(len(day.strftime("%a")) for day in _DAYS),
+    "dd": 2,
+    "d": 1,
+}
 
 
 def format_date(value: dt.date, af_format: str | None) -> str:
@@ -67,6 +71,14 @@ def format_date(value: dt.date, af_format: str | None) -> str:
         "d": str(day.day),
     }
     return _AF_TOKEN.sub(lambda m: parts[m.group(0)], af_format)
+
+
+@functools.lru_cache(maxsize=256)
+def shortest_date(af_format: str) -> int:
+    """How many characters the shortest date written in ``af_format`` takes (other letters,
+    such as a time's, count as written): a field whose limit is below it holds no date."""
+    rest = _AF_TOKEN.sub("", af_format)
+    return len(rest) + sum(_SHORTEST[t.group(0)] for t in _AF_TOKEN.finditer(af_format))
 
 
 @functools.lru_cache(maxsize=256)

@@ -35,3 +35,8 @@ class Form(Protocol):
     ) -> Filled:
         """``fit`` is the engine's overflow policy; ``None`` leaves the filler's own."""
         ...
+
+
+def date_formats(form: Form) -> dict[str, str | None]:
+    """Each date field of ``form`` and its format (None where the form names none)."""
+    return {f.name: form.date_format(f.name) for f in form.fields if f.type == "date"}

@@ -16,6 +16,7 @@ from typing import Any
 from pypdf import PageObject, PdfReader
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
 
+from fillpdf_provider.engine.dates import shortest_date
 from fillpdf_provider.engine.errors import PdfError
 from fillpdf_provider.engine.schema import Field, FieldType, OptionWidget
 
@@ -394,6 +395,10 @@ def _new_field(
 ) -> FormField:
     """A field from its dictionary; ``/DA`` and ``/Q`` fall back to the AcroForm's."""
     max_len = inherited(obj, "/MaxLen")
+    max_length = int(max_len) if max_len is not None and int(max_len) > 0 else None
+    date_format = _date_format(obj) if kind == "date" else None
+    if not _holds_a_date(date_format, max_length):
+        kind, date_format = "text", None
     label = obj.get("/TU")
     form_field = FormField(
         name=name,
@@ -401,16 +406,22 @@ def _new_field(
         flags=flags,
         da=str(inherited(obj, "/DA", "") or defaults[0]),
         quadding=int(inherited(obj, "/Q", defaults[1]) or 0),
-        max_length=int(max_len) if max_len is not None and int(max_len) > 0 else None,
+        max_length=max_length,
         label=_text(label) if label is not None else None,
         targets=[target],
+        date_format=date_format,
     )
     if kind == "choice":
         form_field.options, form_field.displays = _choice_options(obj)
         form_field.is_listbox = not flags & FF_COMBO
-    if kind == "date":
-        form_field.date_format = _date_format(obj)
     return form_field
+
+
+def _holds_a_date(date_format: str | None, max_length: int | None) -> bool:
+    """Whether a date field's ``/MaxLen`` holds a date in its format: one that holds none (a
+    ``mm/dd/yyyy`` script on a two-character box, as some tax forms have) makes it a text
+    field, its limit still holding, rather than a field that takes no value at all."""
+    return date_format is None or not max_length or shortest_date(date_format) <= max_length
 
 
 def _finish(form_field: FormField) -> None:

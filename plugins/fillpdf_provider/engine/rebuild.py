@@ -19,7 +19,8 @@ from typing import Any, NoReturn
 
 from pypdf import PdfReader
 
-from fillpdf_provider.engine.dates import readable
+from fillpdf_provider.engine.acroform_writer import date_format_for
+from fillpdf_provider.engine.dates import readable, shortest_date
 from fillpdf_provider.engine.detect.model import Detected, Rect
 from fillpdf_provider.engine.errors import SchemaError
 from fillpdf_provider.engine.form import page_box, read_fields
@@ -257,6 +258,7 @@ def _entry(index: int, data: dict[str, Any]) -> list[SchemaField]:
     _check_flags(flags, kind, max_length, fail)
     options = _options(data.get("options"), kind, fail)
     date_format = _date_format(data.get("date_format"), kind, fail)
+    _check_date_length(kind, date_format, max_length, fail)
     common: dict[str, Any] = dict(
         name=name, type=kind, label=label, confidence=1.0, multiline=flags["multiline"],
         max_length=max_length, comb=flags["comb"], options=options,
@@ -292,6 +294,21 @@ def _date_format(value: Any, kind: str, fail: Fail) -> str | None:
             "e.g. mm/dd/yyyy, dd.mm.yyyy or yyyy-mm-dd."
         )
     return text
+
+
+def _check_date_length(
+    kind: str, date_format: str | None, max_length: int | None, fail: Fail
+) -> None:
+    """Refuse a date field whose max_length holds no date: read back, it would be text."""
+    if kind != "date" or not max_length:
+        return
+    af_format = date_format or date_format_for(max_length)
+    if shortest_date(af_format) > max_length:
+        fail(
+            f"max_length {max_length} holds no date in the format {af_format} (at least "
+            f"{shortest_date(af_format)} characters); raise max_length, give a shorter "
+            "date_format (e.g. mmddyy), or make the field type 'text'."
+        )
 
 
 def _entry_name(name: Any, fail: Fail) -> str:
