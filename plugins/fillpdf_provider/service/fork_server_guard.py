@@ -20,7 +20,7 @@ fork_server_pid: int | None = None
 
 _parent = os.environ.pop(PARENT_VARIABLE, None)
 if _parent is not None:
-    from fillpdf_provider.service.isolation import die_with_parent
+    from fillpdf_provider.service.parent_death import die_with_parent
 
     die_with_parent(int(_parent))
     fork_server_pid = os.getpid()

@@ -18,17 +18,15 @@ Three kinds of child:
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
-import os
 import resource
-import signal
 from collections import OrderedDict
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from fillpdf_provider.service import parent_death
 
 #: Imported by the fork server as it starts: the guard first, so it dies with the service.
 PRELOAD = [
@@ -38,7 +36,6 @@ PRELOAD = [
 ]
 #: Compiled templates a fill worker keeps (a template holds its parsed PDF).
 WORKER_TEMPLATES = 16
-_PR_SET_PDEATHSIG = 1
 
 Failure = tuple[str, str, str, str | None]
 
@@ -55,26 +52,11 @@ class EngineFailure(Exception):
         return self.message
 
 
-def die_with_parent(parent: int | None = None) -> None:
-    """Ask Linux to kill this process when its parent exits (elsewhere: a no-op).
-
-    The service's fork server asks it of the service (``fork_server_guard``), and each
-    child of the fork server asks it of the fork server: kill -9 on the service takes the
-    whole tree down, however busy the machine. ``parent`` is the pid the parent had: if it
-    is gone already (it died before the request took), this process exits at once.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
-
-
 def die_with_fork_server() -> None:
     """``die_with_parent`` for a child of the fork server, checked against its pid."""
     from fillpdf_provider.service import fork_server_guard
 
-    die_with_parent(fork_server_guard.fork_server_pid)
+    parent_death.die_with_parent(fork_server_guard.fork_server_pid)
 
 
 def limit(memory_bytes: int, cpu_seconds: float | None) -> None:

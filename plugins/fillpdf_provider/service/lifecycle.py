@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 import anyio
 from fastapi import FastAPI
 
-from fillpdf_provider.service import conversions, isolation, ratelimit, recovery
+from fillpdf_provider.service import conversions, parent_death, ratelimit, recovery
 from fillpdf_provider.service.logs import log
 from fillpdf_provider.service.settings import SERVER_PID_VARIABLE
 from fillpdf_provider.service.state import Service
@@ -44,7 +44,7 @@ async def start(service: Service, tasks: list[asyncio.Task[None]]) -> None:
     The heartbeat starts first: other hosts must not take a slow start for a dead server.
     """
     if os.environ.get(SERVER_PID_VARIABLE, str(os.getpid())) != str(os.getpid()):
-        isolation.die_with_parent()  # a worker of `fillpdf serve --workers N`: die with it
+        parent_death.die_with_parent()  # a worker of `fillpdf serve --workers N`: die with it
     await anyio.to_thread.run_sync(recovery.register, service.db, service.instance)
     tasks.append(asyncio.create_task(heartbeat_forever(service)))
     await anyio.to_thread.run_sync(lambda: _recover(service, scan_files=True))
