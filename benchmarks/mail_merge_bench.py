@@ -67,7 +67,7 @@ def engine_only(rows: Path) -> int:
     from fillpdf_provider.engine.batch import read_batches
     from fillpdf_provider.engine.coerce import coerce_values, is_empty
     from fillpdf_provider.engine.columns import plan_columns
-    from fillpdf_provider.engine.dates import date_formats
+    from fillpdf_provider.engine.fillable import date_formats
     from fillpdf_provider.engine.filler import Template
 
     template = Template((INCLUDE / "sample_form.pdf").read_bytes())

@@ -30,14 +30,16 @@ Params (the trigger form checks each):
 - ``name_template``: the PDFs' names, from ``{row}`` (the row's number) and column names.
 - ``chunks``: how many mapped tasks share the rows.
 - ``max_failed_rows``: failed rows the run tolerates, a whole count or a fraction of the
-  rows below 1 (default 0). The run fails when more rows fail, after the manifest is
-  written.
+  rows below 1 (default 0). The input check tolerates as many rows with values the form
+  can't take (a missing column fails every row: never), and its summary names the
+  tolerance; the run fails when more rows fail, after the manifest is written.
 - ``storage_conn_id``: the connection for URIs that name none (empty: the scheme's default).
 - ``check_input``: check the rows against the form before filling.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from difflib import get_close_matches
 from pathlib import Path
@@ -107,7 +109,7 @@ PARAMS = {
     "check_input": Param(
         True, type="boolean", title="Check the rows first",
         description="Check the rows against the form (Great Expectations) and stop "
-                    "before filling if they can't fill it",
+                    "before filling if more rows than max_failed_rows allows can't fill it",
     ),
 }  # fmt: skip
 
@@ -128,7 +130,7 @@ def fillpdf_mail_merge() -> None:
         or any page billed. A bad one fails here, named, without retries."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from fillpdf_provider.engine.dates import date_formats
+        from fillpdf_provider.engine.fillable import date_formats
         from fillpdf_provider.hooks.fillpdf import FillPdfHook
         from fillpdf_provider.operators import check_batch_params
         from fillpdf_provider.operators.forms import open_form
@@ -174,9 +176,12 @@ def fillpdf_mail_merge() -> None:
                 strict_columns=params["strict_columns"],
                 used=OutputNames(params["name_template"]).columns,
                 date_formats=dates,
+                max_failed_rows=params["max_failed_rows"],
             )  # fmt: skip
         report.source = params["rows"]
         enforce(report, save_to=results_location(params["output"], "input"), conn_id=conn_id)
+        if report.failures:  # rows within max_failed_rows: the fill records them as failed
+            logging.getLogger(__name__).warning("%s", report.summary())
         return report.brief()
 
     @task

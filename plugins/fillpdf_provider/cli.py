@@ -9,6 +9,7 @@ Other tools call these forms, so their arguments and outputs are kept stable:
     fillpdf fill FORM.pdf --values VALUES.json -o OUT.pdf [--flatten]
                  [--overflow error|shrink|truncate] [--min-font-size PT]
     fillpdf batch FORM.pdf ROWS.csv|ROWS.parquet --out-dir DIR [--name-template "{row}.pdf"]
+                  [--output-format files|merged|zip]
                   [--flatten] [--overflow error|shrink|truncate] [--min-font-size PT]
                   [--progress auto|bar|lines|off | --no-progress] [--progress-every SECONDS]
     fillpdf serve --data-dir DIR [--host 127.0.0.1] [--port 8000] [--database-url URL]
@@ -55,6 +56,12 @@ DETECT_MODES = ("fields", "fields_fast")
 #: them the same).
 OVERFLOW_POLICIES = ("error", "shrink", "truncate")
 FONT_SIZES = (0.5, 72.0)
+
+#: ``batch --output-format`` choices and the one file each but ``files`` writes:
+#: ``engine.output_formats``' ``OUTPUT_FORMATS``, ``MERGED_NAME`` and ``ZIP_NAME``, written
+#: out for the same reason (a test keeps them the same).
+OUTPUT_FORMATS = ("files", "merged", "zip")
+ONE_FILE = {"merged": "merged.pdf", "zip": "filled.zip"}
 
 #: The engine's advice for text too long for its box, and the same advice in flags.
 _ENGINE_ADVICE = ", or choose the 'shrink' or 'truncate' overflow policy"
@@ -172,8 +179,8 @@ def _note_repairs(form: str, repaired: str) -> None:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from fillpdf_provider.engine.dates import date_formats
     from fillpdf_provider.engine.errors import NoFormError
+    from fillpdf_provider.engine.fillable import date_formats
     from fillpdf_provider.engine.filler import Template
 
     dates: dict[str, str | None] = {}
@@ -251,18 +258,18 @@ def _fill_values(
     cell takes, a JSON value takes."""
     from fillpdf_provider.engine.coerce import coerce_values
     from fillpdf_provider.engine.columns import plan_columns
-    from fillpdf_provider.engine.dates import date_formats
+    from fillpdf_provider.engine.fillable import date_formats
 
-    plan = plan_columns(list(values), template.fields, _mapping(args))
-    plan.check(strict=args.strict_columns, flags=True)
+    plan = plan_columns(list(values), template.fields, _mapping(args), noun="key")
+    plan.check(strict=args.strict_columns, flags=True, noun="key")
     if values and plan.fills_nothing:
         raise FillPdfError(
             f"No key of {args.values} matches a field of the form: "
             f"{', '.join(map(repr, list(values)[:10]))}. Name the keys after the fields "
             "(`fillpdf inspect FORM.pdf` lists them), or map them with --map KEY=FIELD."
         )
-    if note := plan.not_used_note():
-        print(note.replace("columns", "keys"), file=sys.stderr)
+    if note := plan.not_used_note(noun="key"):
+        print(note, file=sys.stderr)
     fields = {f.name: f for f in template.fields}
     named = {plan.pairs[k]: v for k, v in values.items() if k in plan.pairs}
     return coerce_values(fields, named, date_formats(template))
@@ -388,8 +395,9 @@ class _Progress:
 
 def _cmd_batch(args: argparse.Namespace) -> int:
     from fillpdf_provider.engine.appearance import Fit
-    from fillpdf_provider.engine.batch import fill_rows, total_rows
+    from fillpdf_provider.engine.batch import total_rows
     from fillpdf_provider.engine.columns import ColumnError
+    from fillpdf_provider.engine.output_formats import fill_in_format
 
     fit = Fit(args.overflow, args.min_font_size)
     template = _fillable(args.form)
@@ -398,10 +406,11 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     total = total_rows(args.rows) if mode != "off" else None
     progress = _Progress(mode, total, args.progress_every)
     try:
-        summary = fill_rows(
+        summary = fill_in_format(
             template,
             args.rows,
             args.out_dir,
+            args.output_format,
             name_template=args.name_template,
             flatten=args.flatten,
             on_error=args.on_error,
@@ -416,11 +425,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         raise FillPdfError(exc.worded(flags=True), param=exc.param) from None
     finally:
         progress.close()
-    if summary.unused_columns:
-        print(
-            "columns not used (they match no field): " + ", ".join(summary.unused_columns),
-            file=sys.stderr,
-        )
+    if summary.unused_note:
+        print(summary.unused_note, file=sys.stderr)
     shown = summary.errors[:5]
     for error in shown:
         print(f"row {error['row']}: {_in_flags(str(error['error']))}", file=sys.stderr)
@@ -430,6 +436,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             f"{summary.manifest}",
             file=sys.stderr,
         )
+    if args.output_format != "files":
+        print(f"wrote {Path(summary.out_dir) / ONE_FILE[args.output_format]}", file=sys.stderr)
     print(summary.line())
     return 0 if summary.failed == 0 else 1
 
@@ -664,6 +672,7 @@ def _review_command(commands: Subcommands) -> None:
 
 def _cmd_review(args: argparse.Namespace) -> int:
     import secrets
+    import signal
     import socket
     import webbrowser
 
@@ -671,6 +680,7 @@ def _cmd_review(args: argparse.Namespace) -> int:
 
     from fillpdf_provider.engine.convert import convert
     from fillpdf_provider.review import FileSink, ReviewSession, create_review_app
+    from fillpdf_provider.review.opener import write_opener
 
     source = Path(args.pdf)
     pdf = source.read_bytes()
@@ -683,18 +693,28 @@ def _cmd_review(args: argparse.Namespace) -> int:
         schema = [f.to_dict() for f in convert(pdf, detect=args.detect).schema]
     session = ReviewSession(pdf, schema, sink, name=source.name)
     token = secrets.token_urlsafe(24)
-    app = create_review_app(session, token)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))
     listener.listen(128)  # from here a browser's request waits for the server, not refused
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/?token={token}"
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    app = create_review_app(session, token, host=host)
+    url = f"http://{host}/?token={token}"
     print(f"Reviewing {source.name}: {len(session.schema)} fields. Open {url}", flush=True)
     print(f"Save writes {sink.schema_path} (and {sink.pdf_path}); Ctrl+C stops.", flush=True)
-    if not args.no_browser:
-        webbrowser.open(url)
-    config = uvicorn.Config(app, log_level="warning", server_header=False)
-    uvicorn.Server(config).run(sockets=[listener])
+    # The browser opens a file only this user can read, which forwards to the address: the
+    # token stays off the browser's command line, which other users of the machine can read.
+    opener = None if args.no_browser else write_opener(url)
+    # uvicorn raises a SIGTERM again once it has stopped: ended by it, the file still goes.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        if opener is not None:
+            webbrowser.open(opener.as_uri())
+        config = uvicorn.Config(app, log_level="warning", server_header=False)
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        if opener is not None:
+            opener.unlink(missing_ok=True)
     return 0
 
 
@@ -720,8 +740,9 @@ def _fill_command(commands: Subcommands) -> None:
         "fill",
         help="fill a form with values from a JSON file",
         description="Fill a form once. Keys fill fields as batch's columns do, and values are "
-        "read as batch reads cells: a checkbox takes true/false, yes/no, 1/0, x or on/off; a "
-        "radio group or choice one of its options; a date field a date in the form's format "
+        "read as batch reads cells: a checkbox takes true/false, yes/no, y/n, 1/0, x or on/off; "
+        "a radio group or choice one of its options in any case (a yes/no group those words "
+        "too); a date field a date in the form's format "
         "or ISO 8601 (2025-03-05), written in the form's format; fields left out stay as the "
         "form has them. See the field names with fillpdf inspect.",
     )
@@ -745,13 +766,13 @@ def _batch_command(commands: Subcommands) -> None:
     p = commands.add_parser(
         "batch",
         help="fill a form once per row of a CSV or Parquet file",
-        description="Fill a form once per row: one PDF each in --out-dir, and manifest.parquet "
-        "with every row's outcome. A column fills the field of its name (also matched "
-        "lower-cased, with spaces and punctuation set aside) or the field --map names. A "
-        "column that matches no field but looks like a field no column fills is an error, "
-        "before anything is written; any other is listed once as not used (--strict-columns: "
-        "an error). Fields no column fills stay empty. The exit status is 1 when any row "
-        "failed.",
+        description="Fill a form once per row: one PDF each in --out-dir (or all in one merged PDF "
+        "or one zip: --output-format), and manifest.parquet with every row's outcome. A column "
+        "fills the field of its name (also matched lower-cased, with spaces and punctuation set "
+        "aside) or the field --map names. A column that matches no field but looks like a field "
+        "no column fills is an error, before anything is written; any other is listed once as not "
+        "used (--strict-columns: an error). Fields no column fills stay empty. The exit status is "
+        "1 when any row failed.",
     )
     p.add_argument("form", help="a fillable PDF")
     p.add_argument("rows", help="CSV or Parquet file; columns named like the fields")
@@ -763,7 +784,20 @@ def _batch_command(commands: Subcommands) -> None:
         default="{row}.pdf",
         help='output file names, e.g. "{row}.pdf" or "{id}-{last_name}.pdf"',
     )
-    p.add_argument("--flatten", action="store_true", help="draw values into the page, no fields")
+    p.add_argument(
+        "--output-format",
+        choices=OUTPUT_FORMATS,
+        default="files",
+        help="files: one PDF per row (default); merged: every row's pages in one flattened "
+        "PDF, DIR/merged.pdf, in row order; zip: the rows' PDFs, named by --name-template, "
+        "in one archive, DIR/filled.zip. Each is published whole, once every row is done, "
+        "with DIR/manifest.parquet; a batch stopped part-way publishes neither",
+    )
+    p.add_argument(
+        "--flatten",
+        action="store_true",
+        help="draw values into the page, no fields (merged always flattens)",
+    )
     p.add_argument(
         "--on-error",
         choices=("skip", "fail"),
@@ -897,17 +931,18 @@ def _fit_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _column_flags(p: argparse.ArgumentParser, what: str) -> None:
+    name = what.upper()
     p.add_argument(
         "--map",
         action="append",
         default=[],
-        metavar="COLUMN=FIELD",
-        help=f"fill FIELD from {what} COLUMN (repeatable); COLUMN= leaves it out on purpose",
+        metavar=f"{name}=FIELD",
+        help=f"fill FIELD from the {what} {name} (repeatable); {name}= leaves it out on purpose",
     )
     p.add_argument(
         "--mapping",
         metavar="FILE.json",
-        help=f'a JSON file of {{"{what} COLUMN": "FIELD"}}, as many --map ("" leaves one out)',
+        help=f'a JSON file of {{"{name}": "FIELD"}}, as many --map ("" leaves one out)',
     )
     p.add_argument(
         "--strict-columns",
@@ -916,8 +951,13 @@ def _column_flags(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+#: What a command's mapping maps from, where not a column: fill's values are a JSON object.
+_NAMES_ARE = {"fill": "key"}
+
+
 def _mapping(args: argparse.Namespace) -> dict[str, str]:
     """``--mapping FILE.json`` and then each ``--map COLUMN=FIELD``, as one mapping."""
+    what = _NAMES_ARE.get(args.command, "column")
     mapping: dict[str, str] = {}
     if args.mapping:
         loaded = _read_json(args.mapping, "mapping")
@@ -925,16 +965,16 @@ def _mapping(args: argparse.Namespace) -> dict[str, str]:
             isinstance(v, str | None) for v in loaded.values()
         ):
             raise FillPdfError(
-                f'{args.mapping} must hold a JSON object of {{"COLUMN": "FIELD"}}; a field of '
-                '"" (or null) leaves the column out.'
+                f'{args.mapping} must hold a JSON object of {{"{what.upper()}": "FIELD"}}; a '
+                f'field of "" (or null) leaves the {what} out.'
             )
         mapping.update({str(k): v or "" for k, v in loaded.items()})
     for pair in args.map:
         column, equals, field_name = pair.partition("=")
         if not equals or not column:
             raise FillPdfError(
-                f"--map {pair!r} is not COLUMN=FIELD; write e.g. --map 'E-mail=email' "
-                "(--map 'notes=' leaves the column notes out)."
+                f"--map {pair!r} is not {what.upper()}=FIELD; write e.g. --map 'E-mail=email' "
+                f"(--map 'notes=' leaves the {what} notes out)."
             )
         mapping[column] = field_name
     return mapping

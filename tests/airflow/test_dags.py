@@ -139,6 +139,43 @@ def test_bad_rows_fail_the_run_past_max_failed_rows_and_the_rest_complete(
     assert len(list(out.glob("*.pdf"))) == 3
 
 
+@pytest.mark.parametrize(("limit", "state"), [(2, "failed"), (3, "success")])
+def test_the_input_check_honours_max_failed_rows_as_the_fill_does(
+    dagbag,
+    tmp_path: Path,
+    monkeypatch,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    limit: int,
+    state: str,
+) -> None:
+    """Three bad rows: with max_failed_rows 2 the input check stops the run and says what it
+    allows; with 3 the check passes, naming it, and the fill records them as failed."""
+    monkeypatch.delenv("AIRFLOW_CONN_FILLPDF_DEFAULT", raising=False)
+    out = tmp_path / "out"
+    conf = {"output": str(out), "rows": str(bad_rows_file(tmp_path)), "chunks": 1,
+            "check_input": True, "max_failed_rows": limit}  # fmt: skip
+    run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
+    assert run.state == state
+    check = json.loads((out / "_quality" / "input.json").read_text())
+    assert (check["success"], check["bad_rows"]) == (state == "success", 3)
+    assert check["failed_rows_allowed"] == limit
+    log = "".join(capfd.readouterr()) + caplog.text
+    if state == "failed":
+        assert run.get_task_instance("check_input").state == "failed"
+        assert "3 rows have values the form can't take; max_failed_rows allows 2" in log
+        assert not list(out.glob("*.pdf"))
+        return
+    assert "3 rows with values the form can't take, within max_failed_rows (3)" in log
+    failed = [r["row"] for r in manifest_rows(out) if r["status"] == "error"]
+    assert failed == [2, 4, 5]  # the rows the check named: recorded, the rest filled
+    assert run.get_task_instance("collect").state == "success"
+    from fillpdf_provider.operators import merge_manifests
+
+    summary = merge_manifests(str(out), max_failed_rows=limit)  # as collect merges them
+    assert (summary["failed"], summary["failed_rows_allowed"]) == (3, 3)
+
+
 def test_missing_column_is_reported_on_every_row(dagbag, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("AIRFLOW_CONN_FILLPDF_DEFAULT", raising=False)
     rows = [{k: v for k, v in r.items() if k != "email"} for r in csv_rows(SAMPLE_ROWS)[:4]]

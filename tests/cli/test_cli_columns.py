@@ -85,7 +85,7 @@ def test_fill_keys_follow_the_same_rule(tmp_path: Path) -> None:
     values.write_text(json.dumps({"Full Name": "Ada", "Emial": "a@b.c", "nickname": "a"}))
     assert_clean_error(
         run("fill", SAMPLE_FORM, "--values", values, "-o", out),
-        "column 'Emial' matches no field but looks like 'email'", "--map 'Emial=email'",
+        "key 'Emial' matches no field but looks like 'email'", "--map 'Emial=email'",
     )  # fmt: skip
     assert not out.exists()
     done = run("fill", SAMPLE_FORM, "--values", values, "-o", out, "--map", "Emial=email")
@@ -119,3 +119,91 @@ def test_a_flat_pdf_is_refused_with_the_command_that_makes_it_fillable(tmp_path:
     ):
         assert_clean_error(done, "has no fillable fields", fix, only_line=True)
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.pdf").exists()
+
+
+def test_strict_columns_name_one_column_a_line_with_the_fields_that_fit(tmp_path: Path) -> None:
+    extra = [f"extra{i}" for i in range(1, 11)]
+    header = ["full_name", "email", "DOB", "Phone number", *extra]
+    rows = write_csv(
+        tmp_path / "rows.csv", table(header, ["Ada", "ada@example.com", "1990-01-02", "1", *extra])
+    )
+    done = run("batch", SAMPLE_FORM, rows, "--out-dir", tmp_path / "out", "--no-progress",
+               "--strict-columns")  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    head, *lines = done.stderr.splitlines()
+    assert head == (
+        "fillpdf batch: error: 12 columns to fix. Nothing was filled. `fillpdf inspect "
+        "FORM.pdf` lists the fields."
+    )
+    assert len(lines) == 11 and lines[-1] == "  and 2 more columns", done.stderr
+    assert all(line.startswith("  column ") for line in lines[:10])
+    assert max(map(len, lines)) < 300  # a line a person reads, not one of 2,000 characters
+    assert "'DOB' matches no field (strict columns) but fits 'date_of_birth'" in lines[0]
+    assert "(--map 'DOB=date_of_birth')" in lines[0] and "(--map 'DOB=')" in lines[0]
+    assert "but fits 'phone'" in lines[1] and "(--map 'Phone number=phone')" in lines[1]
+    assert "column 'extra1' matches no field (strict columns): map it to a field" in lines[2]
+    assert "extra9" not in done.stderr  # the 11th and 12th are counted, not named
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_column_whose_field_another_fills_says_which(tmp_path: Path) -> None:
+    header = ["full_name", "internal_id", "E-mail"]
+    rows = write_csv(tmp_path / "rows.csv", table(header, ["Ada", "id@example.com", "a@b.c"]))
+    done = run("batch", SAMPLE_FORM, rows, "--out-dir", tmp_path / "out", "--no-progress",
+               "--map", "internal_id=email")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        "column 'E-mail' not used: it matches 'email', which column 'internal_id' already fills"
+        in done.stderr
+    )
+    assert "match no field" not in done.stderr
+    assert field_values(tmp_path / "out" / "1.pdf")["email"] == "id@example.com"
+    strict = run("batch", SAMPLE_FORM, rows, "--out-dir", tmp_path / "strict", "--no-progress",
+                 "--map", "internal_id=email", "--strict-columns")  # fmt: skip
+    assert_clean_error(
+        strict,
+        "column 'E-mail' matches 'email', which column 'internal_id' already fills (strict "
+        "columns): map it to another field (--map 'E-mail=FIELD') or to nothing "
+        "(--map 'E-mail=')",
+        only_line=True,
+    )
+
+
+def test_the_help_names_batch_columns_and_fill_keys(tmp_path: Path) -> None:
+    batch_help = " ".join(run("batch", "--help").stdout.split())
+    assert '--mapping FILE.json a JSON file of {"COLUMN": "FIELD"}' in batch_help
+    assert "--map COLUMN=FIELD fill FIELD from the column COLUMN" in batch_help
+    assert 'column COLUMN"' not in batch_help
+    fill_help = " ".join(run("fill", "--help").stdout.split())
+    assert '--mapping FILE.json a JSON file of {"KEY": "FIELD"}' in fill_help
+    assert "--map KEY=FIELD fill FIELD from the key KEY" in fill_help
+    assert "a key that matches no field is an error" in fill_help
+    assert "COLUMN" not in fill_help
+
+
+def test_fill_calls_its_keys_keys(tmp_path: Path) -> None:
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps({"full_name": "Ada", "Emial": "a@b.c", "DOB": "1990-01-02"}))
+    out = tmp_path / "out.pdf"
+    done = run("fill", SAMPLE_FORM, "--values", values, "-o", out, "--strict-columns")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    head, *lines = done.stderr.splitlines()
+    assert head.startswith("fillpdf fill: error: 2 keys to fix.")
+    assert lines[0].startswith(
+        "  key 'Emial' matches no field but looks like 'email', which no key fills: map it "
+        "(--map 'Emial=email'), rename the key"
+    )
+    assert lines[1].startswith("  key 'DOB' matches no field (strict columns) but fits")
+    assert "column" not in done.stderr.replace("(strict columns)", "")
+    assert_clean_error(run("fill", SAMPLE_FORM, "--values", values, "-o", out, "--map", "DOB"),
+                       "--map 'DOB' is not KEY=FIELD", "leaves the key notes out")  # fmt: skip
+    mapping = tmp_path / "m.json"
+    mapping.write_text("[1]")
+    assert_clean_error(
+        run("fill", SAMPLE_FORM, "--values", values, "-o", out, "--mapping", mapping),
+        'must hold a JSON object of {"KEY": "FIELD"}', "leaves the key out",
+    )  # fmt: skip
+    note = run("fill", SAMPLE_FORM, "--values", values, "-o", out, "--map", "Emial=email",
+               "--map", "internal=full_name", "--map", "full_name=")  # fmt: skip
+    assert note.returncode == 1, note.stderr  # the mapping names a key the values lack
+    assert "column" not in note.stderr

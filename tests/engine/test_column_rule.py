@@ -191,6 +191,53 @@ def test_a_filled_field_is_suggested_for_no_other_column() -> None:
     assert plan.pairs == {"email": "email"} and plan.not_used == ["Emial"]
 
 
+def test_a_strict_error_names_the_unfilled_fields_that_fit_each_column() -> None:
+    """Initials and words within words, looser than a suggestion: a hint, never a match."""
+    fields = [
+        *text_fields("date_of_birth", "phone", "first_name", "last_name", "item2_price"),
+        Field("sign_here", "signature", 0, (0, 0, 10, 10)),
+    ]
+    columns = ["DOB", "Phone number", "name", "dob2", "nickname", "item_price", "Sign", "ID"]
+    plan = plan_columns(columns, fields)
+    assert plan.near == {} and plan.not_used == columns
+    assert plan.fits == {
+        "DOB": ["date_of_birth"],  # its initials
+        "Phone number": ["phone"],  # the field's words within the column's
+        "name": ["first_name", "last_name"],
+    }  # numbers disagree (dob2, item_price), no word within another, never a signature
+    with pytest.raises(ColumnError) as caught:
+        plan.check(strict=True)
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith("8 columns to fix. Nothing was filled.")
+    assert lines[1] == (
+        "  column 'DOB' matches no field (strict columns) but fits 'date_of_birth', which no "
+        "column fills: map it (mapping={'DOB': 'date_of_birth'}) or to nothing "
+        "(mapping={'DOB': ''}) to leave it out"
+    )
+    assert "but fits 'first_name' or 'last_name', which no column fills" in lines[3]
+    assert len(lines) == 9
+
+
+def test_a_strict_error_shows_ten_columns_a_line_each_then_counts() -> None:
+    plan = plan_columns([f"extra{i}" for i in range(1, 14)], text_fields("email"), {})
+    with pytest.raises(ColumnError) as caught:
+        plan.check(strict=True)
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 12 and lines[-1] == "  and 3 more columns"
+    assert [line.split("'")[1] for line in lines[1:11]] == [f"extra{i}" for i in range(1, 11)]
+
+
+def test_a_column_whose_field_another_column_fills_is_named_so() -> None:
+    plan = plan_columns(["internal_id", "E-mail"], text_fields("email"), {"internal_id": "email"})
+    assert plan.not_used == ["E-mail"] and plan.shadowed == {"E-mail": ("email", "internal_id")}
+    assert plan.not_used_note() == (
+        "column 'E-mail' not used: it matches 'email', which column 'internal_id' already fills"
+    )
+    with pytest.raises(ColumnError, match="column 'E-mail' matches 'email', which column "
+                       "'internal_id' already fills \\(strict columns\\)"):  # fmt: skip
+        plan.check(strict=True)
+
+
 # --------------------------------------------------------------------------- mappings
 
 

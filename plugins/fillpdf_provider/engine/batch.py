@@ -31,7 +31,6 @@ import pyarrow.parquet as pq
 from fillpdf_provider.engine.appearance import Fit
 from fillpdf_provider.engine.coerce import coerce_values, is_empty
 from fillpdf_provider.engine.columns import no_column_matches, plan_columns
-from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.errors import FieldValueError, FillPdfError
 from fillpdf_provider.engine.file_writer import FileWriter, Outcome
 from fillpdf_provider.engine.files import (
@@ -41,7 +40,7 @@ from fillpdf_provider.engine.files import (
     set_new_file_mode,
     write_atomic,
 )
-from fillpdf_provider.engine.fillable import Form
+from fillpdf_provider.engine.fillable import Form, date_formats
 from fillpdf_provider.engine.in_order import InOrder
 from fillpdf_provider.engine.schema import Field
 
@@ -83,6 +82,7 @@ class BatchSummary:
     out_dir: str = ""
     manifest: str = ""
     unused_columns: list[str] = field(default_factory=list)  # match no field, listed once
+    unused_note: str | None = None  # the line that lists them, and why each is not used
     unfilled_fields: list[str] = field(default_factory=list)
     errors: list[dict[str, object]] = field(default_factory=list)  # the first few, for humans
     cut: int = 0  # rows whose text the overflow policy cut to fit
@@ -651,6 +651,7 @@ class _RowFiller:
         summary = BatchSummary(
             out_dir=sink.uri("").rstrip("/\\"),
             unused_columns=plan.not_used,
+            unused_note=plan.not_used_note(),
             unfilled_fields=plan.unfilled,
         )
         return cls(template, fields, date_formats(template), plan.pairs, names, sink), summary

@@ -15,6 +15,11 @@ stands for one of the field's (``item1_desc``: ``desc`` abbreviates ``descriptio
 more or less (``photo``, ``photo_consent``) is another name. Suggestions pair each column with
 at most one field and each field with at most one column, best first, and numbers must
 agree: ``item3_desc`` is never ``item1_description``.
+
+A column whose name matches a field another column (or the mapping) already fills is named as
+such, not as matching no field. A strict error names, for each column, the unfilled fields
+that fit it more loosely: its initials (``DOB``, ``date_of_birth``) or one name's words
+within the other's (``Phone number``, ``phone``).
 """
 
 from __future__ import annotations
@@ -58,59 +63,99 @@ class ColumnPlan:
     """Columns the mapping leaves out on purpose."""
     unfilled: list[str] = field(default_factory=list)
     """Fields no column fills (those a person can fill)."""
+    shadowed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Column not used -> (the field its name matches, the column that already fills it)."""
+    fits: dict[str, list[str]] = field(default_factory=dict)
+    """Column not used -> the unfilled fields that fit it loosely, likeliest first."""
 
-    def problems(self, *, strict: bool = False, flags: bool = False) -> list[str]:
+    def problems(
+        self, *, strict: bool = False, flags: bool = False, noun: str = "column"
+    ) -> list[str]:
         """One sentence per column to fix; with ``strict``, every column not used is one.
-        ``flags`` words the fix as the command line's ``--map``, else as ``mapping=``."""
+        ``flags`` words the fix as the command line's ``--map``, else as ``mapping=``;
+        ``noun`` is what the rows' names are (``key`` for a JSON object's)."""
         lines = []
         for column, field_name in self.near.items():
             lines.append(
-                f"column {column!r} matches no field but looks like {field_name!r}, which no "
-                f"column fills: map it ({_map(column, field_name, flags)}), rename the "
-                f"column, or map it to nothing ({_map(column, LEAVE_OUT, flags)}) to leave "
+                f"{noun} {column!r} matches no field but looks like {field_name!r}, which no "
+                f"{noun} fills: map it ({_map(column, field_name, flags)}), rename the "
+                f"{noun}, or map it to nothing ({_map(column, LEAVE_OUT, flags)}) to leave "
                 "it out"
             )
         if strict:
-            for column in self.not_used:
-                lines.append(
-                    f"column {column!r} matches no field (strict columns): map it to a field "
-                    f"({_map(column, 'FIELD', flags)}) or to nothing "
-                    f"({_map(column, LEAVE_OUT, flags)}) to leave it out"
-                )
+            lines.extend(self._not_used_problem(c, flags, noun) for c in self.not_used)
         return lines
+
+    def _not_used_problem(self, column: str, flags: bool, noun: str) -> str:
+        """A strict error's sentence for a column not used: what it matches, the unfilled
+        fields that fit it, and the mapping that leaves it out."""
+        leave = f"or to nothing ({_map(column, LEAVE_OUT, flags)}) to leave it out"
+        if column in self.shadowed:
+            field_name, filler = self.shadowed[column]
+            return (
+                f"{noun} {column!r} matches {field_name!r}, which {noun} {filler!r} already "
+                f"fills (strict columns): map it to another field "
+                f"({_map(column, 'FIELD', flags)}) {leave}"
+            )
+        fits = self.fits.get(column)
+        if fits:
+            names = ", ".join(map(repr, fits[:-1])) + " or " * (len(fits) > 1) + repr(fits[-1])
+            maps = " or ".join(_map(column, f, flags) for f in fits)
+            return (
+                f"{noun} {column!r} matches no field (strict columns) but fits {names}, which "
+                f"no {noun} fills: map it ({maps}) {leave}"
+            )
+        return (
+            f"{noun} {column!r} matches no field (strict columns): map it to a field "
+            f"({_map(column, 'FIELD', flags)}) {leave}"
+        )
 
     @property
     def fills_nothing(self) -> bool:
         """No column fills a field, nor is left out on purpose: every PDF would be blank."""
         return not self.pairs and not self.left_out
 
-    def check(self, *, strict: bool = False, flags: bool = False) -> None:
+    def check(self, *, strict: bool = False, flags: bool = False, noun: str = "column") -> None:
         """Raise ``ColumnError`` naming every column to fix (before anything is filled)."""
         if self.problems(strict=strict):
-            raise ColumnError(self, strict=strict, flags=flags)
+            raise ColumnError(self, strict=strict, flags=flags, noun=noun)
 
-    def not_used_note(self) -> str | None:
-        """``columns not used: a, b`` (listed once), or None."""
-        if not self.not_used:
-            return None
-        return "columns not used (they match no field): " + ", ".join(self.not_used)
+    def not_used_note(self, noun: str = "column") -> str | None:
+        """``columns not used (they match no field): a, b`` (listed once), and each column
+        whose field another already fills, or None."""
+        plain = [c for c in self.not_used if c not in self.shadowed]
+        parts = [f"{noun}s not used (they match no field): " + ", ".join(plain)] if plain else []
+        for column, (field_name, filler) in self.shadowed.items():
+            parts.append(
+                f"{noun} {column!r} not used: it matches {field_name!r}, which {noun} "
+                f"{filler!r} already fills"
+            )
+        return "; ".join(parts) or None
 
 
 class ColumnError(FieldError):
     """Columns that look like fields but fill none, or (strict) columns that fill nothing."""
 
-    def __init__(self, plan: ColumnPlan, *, strict: bool = False, flags: bool = False) -> None:
-        self.plan, self.strict = plan, strict
+    def __init__(
+        self, plan: ColumnPlan, *, strict: bool = False, flags: bool = False, noun: str = "column"
+    ) -> None:
+        self.plan, self.strict, self.noun = plan, strict, noun
         super().__init__(self.worded(flags), param="mapping")
 
     def worded(self, flags: bool) -> str:
-        """The message, its fixes as ``--map`` flags or as ``mapping=``."""
-        problems = self.plan.problems(strict=self.strict, flags=flags)
-        shown = "; ".join(problems[:SHOWN_COLUMNS])
+        """The message, its fixes as ``--map`` flags or as ``mapping=``: one column's on one
+        line; several, a line each after the first (at most ``SHOWN_COLUMNS``, the rest
+        counted)."""
+        problems = self.plan.problems(strict=self.strict, flags=flags, noun=self.noun)
+        after = "Nothing was filled. `fillpdf inspect FORM.pdf` lists the fields."
+        if len(problems) == 1:
+            return f"{problems[0]}. {after}"
+        lines = [f"{len(problems)} {self.noun}s to fix. {after}"]
+        lines += [f"  {problem}" for problem in problems[:SHOWN_COLUMNS]]
         more = len(problems) - SHOWN_COLUMNS
         if more > 0:
-            shown += f"; and {more} more columns"
-        return f"{shown}. Nothing was filled. `fillpdf inspect FORM.pdf` lists the fields."
+            lines.append(f"  and {more} more {self.noun}s")
+        return "\n".join(lines)
 
 
 def no_column_matches(plan: ColumnPlan) -> FieldError:
@@ -122,8 +167,9 @@ def no_column_matches(plan: ColumnPlan) -> FieldError:
     parts = []
     for column in columns[:SHOWN_COLUMNS]:
         part = f"column {column!r} matches no field"
-        if column in plan.near:
-            part += f" (did you mean {plan.near[column]!r}?)"
+        guesses = [plan.near[column]] if column in plan.near else plan.fits.get(column, [])
+        if guesses:
+            part += f" (did you mean {' or '.join(map(repr, guesses))}?)"
         parts.append(part)
     more = len(columns) - SHOWN_COLUMNS
     listed = "; ".join(parts) + (f"; and {more} more columns" if more > 0 else "")
@@ -147,18 +193,58 @@ def plan_columns(
     mapping: Mapping[str, str | None] | None = None,
     *,
     used: Collection[str] = (),
+    noun: str = "column",
 ) -> ColumnPlan:
     """Pair ``columns`` with ``fields`` by the rule above; ``used`` names columns put to
-    another use (the file names), which are neither filled from nor reported."""
-    pairs, left_out = _mapped_pairs(columns, {f.name for f in fields}, mapping)
+    another use (the file names), which are neither filled from nor reported. ``noun`` is
+    what an error calls a column (``key``: the names of a JSON object of values)."""
+    pairs, left_out = _mapped_pairs(columns, {f.name for f in fields}, mapping, noun)
     _match_by_name(columns, fields, pairs, skip=set(left_out))
     taken = set(pairs.values())
     open_fields = [f for f in fields if not f.read_only and f.name not in taken]
     skip = set(pairs) | set(left_out) | set(used)
     unmatched = [c for c in columns if c not in skip]
-    near = suggest(unmatched, open_fields)
-    not_used = [c for c in unmatched if c not in near]
-    return ColumnPlan(pairs, near, not_used, left_out, [f.name for f in open_fields])
+    near, not_used, shadowed, fits = _unmatched(unmatched, fields, open_fields, pairs)
+    unfilled = [f.name for f in open_fields]
+    return ColumnPlan(pairs, near, not_used, left_out, unfilled, shadowed, fits)
+
+
+def _unmatched(
+    columns: Sequence[str],
+    fields: Sequence[Field],
+    open_fields: Sequence[Field],
+    pairs: Mapping[str, str],
+) -> tuple[dict[str, str], list[str], dict[str, tuple[str, str]], dict[str, list[str]]]:
+    """What the columns that fill nothing are: near an open field (``suggest``), or not used;
+    of those, whose field another column fills, and the open fields each may stand for
+    (``loose_fits``)."""
+    shadowed = _shadowed(columns, fields, pairs)
+    near = suggest([c for c in columns if c not in shadowed], open_fields)
+    not_used = [c for c in columns if c not in near]
+    free = [f for f in open_fields if f.name not in near.values()]
+    return near, not_used, shadowed, _fits([c for c in not_used if c not in shadowed], free)
+
+
+def _fits(columns: Sequence[str], fields: Sequence[Field]) -> dict[str, list[str]]:
+    """Column -> the fields it may stand for (``loose_fits``), where there are any."""
+    found = {column: loose_fits(column, fields) for column in columns}
+    return {column: names for column, names in found.items() if names}
+
+
+def _shadowed(
+    columns: Sequence[str], fields: Sequence[Field], pairs: Mapping[str, str]
+) -> dict[str, tuple[str, str]]:
+    """Column -> (the field its name matches, the column that fills that field instead)."""
+    filled_by = {field_name: column for column, field_name in pairs.items()}
+    shadowed = {}
+    for column in columns:
+        for match in (_by_name, _by_normalised_name, _by_compact_name):
+            found = match(column, fields, set())
+            if found is not None:
+                if found in filled_by:
+                    shadowed[column] = (found, filled_by[found])
+                break
+    return shadowed
 
 
 def _match_by_name(
@@ -178,11 +264,15 @@ def _match_by_name(
 
 
 def _mapped_pairs(
-    columns: Sequence[str], names: set[str], mapping: Mapping[str, str | None] | None
+    columns: Sequence[str],
+    names: set[str],
+    mapping: Mapping[str, str | None] | None,
+    noun: str = "column",
 ) -> tuple[dict[str, str], list[str]]:
     """The pairs an explicit mapping (column -> field) makes, each checked, and the columns
     it leaves out."""
     check_mapping(mapping, names)
+    holder = "values" if noun == "key" else "rows"
     pairs: dict[str, str] = {}
     left_out: list[str] = []
     for column, field_name in (mapping or {}).items():
@@ -190,8 +280,8 @@ def _mapped_pairs(
             guess = difflib.get_close_matches(column, list(columns), n=1, cutoff=0.6)
             hint = f"; did you mean {guess[0]!r}?" if guess else "."
             raise FieldError(
-                f"the mapping names a column {column!r} the rows lack{hint} The rows' "
-                f"columns: {', '.join(columns[:20])}.",
+                f"the mapping names a {noun} {column!r} the {holder} lack{hint} The "
+                f"{holder}' {noun}s: {', '.join(columns[:20])}.",
                 param="mapping",
             )
         if field_name is None or field_name == LEAVE_OUT:
@@ -279,6 +369,64 @@ def _likely(column: str, fields: Sequence[Field]) -> list[tuple[float, str]]:
     scores = [s for s in scores if s[0] >= NEAR]
     tie = len(scores) > 1 and scores[1][0] == scores[0][0]
     return [] if tie else scores
+
+
+#: Fields a strict error suggests for one column.
+SHOWN_FITS = 3
+#: Words an initialism may leave out (``DOB``, ``date_of_birth``; ``DB`` too).
+_SMALL_WORDS = frozenset({"a", "and", "at", "by", "for", "in", "of", "on", "or", "the", "to"})
+
+
+def loose_fits(column: str, fields: Sequence[Field]) -> list[str]:
+    """The fields ``column`` may stand for, likeliest first (at most ``SHOWN_FITS``): those
+    it looks like, those whose initials it is (``DOB``: ``date_of_birth``), and those whose
+    words all stand within its own, or its within theirs (``Phone number``: ``phone``).
+    Looser than ``suggest``: a hint in an error, never a match."""
+    scored = []
+    for order, f in enumerate(fields):
+        if f.type == "signature":
+            continue
+        near = similarity(column, f.name)
+        score = max(near if near >= NEAR else 0.0, _loose_likeness(column, f.name))
+        if score > 0:
+            scored.append((-score, order, f.name))
+    return [name for _score, _order, name in sorted(scored)[:SHOWN_FITS]]
+
+
+def _loose_likeness(column: str, field_name: str) -> float:
+    """0.8 for an initialism of the other name; up to 0.7 when one name's words all stand
+    within the other's; else 0. Numbers must agree."""
+    a, b = _words(column), _words(field_name)
+    if not a or not b or _numbers(a) != _numbers(b):
+        return 0.0
+    if _initials(a, b) or _initials(b, a):
+        return 0.8
+    short, long = sorted((a, b), key=len)
+    if len(short) < len(long) and _within(short, long):
+        return 0.4 + 0.3 * len(short) / len(long)
+    return 0.0
+
+
+def _within(short: list[str], long: list[str]) -> bool:
+    """Each word of ``short`` is a word of ``long``, or its start (``tel``, ``telephone``),
+    each used once."""
+    left = list(long)
+    for word in short:
+        found = next((w for w in left if _word_likeness(word, w) >= 0.9), None)
+        if found is None:
+            return False
+        left.remove(found)
+    return True
+
+
+def _initials(short: list[str], long: list[str]) -> bool:
+    """``short`` is one word of three letters or more: the initials of ``long``'s words,
+    with or without its small words."""
+    if len(short) != 1 or len(short[0]) < 3 or not short[0].isalpha():
+        return False
+    every = "".join(w[0] for w in long if w.isalpha())
+    content = "".join(w[0] for w in long if w.isalpha() and w not in _SMALL_WORDS)
+    return short[0] in (every, content)
 
 
 _WORDS = re.compile(r"[a-z]+|[0-9]+")

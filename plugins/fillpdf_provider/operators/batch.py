@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,11 @@ from fillpdf_provider.engine.batch import count_rows as count_local_rows
 from fillpdf_provider.engine.columns import ColumnError
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.engine.fillable import Form
+from fillpdf_provider.engine.output_formats import (
+    FORMATS,
+    OUTPUT_FORMATS,
+    fill_one_file,
+)
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput
 from fillpdf_provider.operators.forms import (
     FILL_ON,
@@ -53,10 +57,7 @@ from fillpdf_provider.storage import Store, readable
 
 log = logging.getLogger(__name__)
 
-OUTPUT_FORMATS = ("files", "merged", "zip")
 CHUNK_MANIFESTS = "_manifests"
-MERGED_NAME = "merged.pdf"
-ZIP_NAME = "filled.zip"
 SHOWN_ERRORS = 10  # failed rows named in a log or an exception; the rest are counted
 SHOWN_NAMES = 5  # file names two chunks both wrote, named in the merge's refusal
 MERGE_ROWS = 65_536  # manifest rows the merge holds at once
@@ -68,11 +69,6 @@ LIMIT_FIX = (
 ON_ERROR = {
     "skip": "'skip' records a bad row in the manifest and goes on",
     "fail": "'fail' stops the task at the first bad row",
-}
-FORMATS = {
-    "files": "'files' (one PDF per row)",
-    "merged": "'merged' (one flattened PDF of every row)",
-    "zip": "'zip' (the PDFs in one archive)",
 }
 
 
@@ -261,6 +257,7 @@ def merge_manifests(
         "errors": errors,
     }
     if max_failed_rows is not None:
+        summary["failed_rows_allowed"] = failure_limit(max_failed_rows, rows)
         enforce_failure_limit(failed, rows, errors, max_failed_rows, manifest)
     return summary
 
@@ -394,27 +391,6 @@ def check_names(name_template: str, columns: list[str]) -> None:
         OutputNames(name_template).check(columns)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-
-
-class _ZipSink:
-    """The batch's PDFs written straight into one zip archive on local disk."""
-
-    def __init__(self, archive: zipfile.ZipFile, manifest_dir: Path) -> None:
-        self.archive, self.manifest_dir = archive, manifest_dir
-
-    def write(self, name: str, data: bytes) -> None:
-        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-        info.compress_type = zipfile.ZIP_DEFLATED
-        self.archive.writestr(info, data)
-
-    def publish(self, name: str, path: Path) -> None:
-        path.replace(self.manifest_dir / name)
-
-    def uri(self, name: str) -> str:
-        return str(self.manifest_dir / name)
-
-    def scratch(self) -> Path:
-        return self.manifest_dir
 
 
 def _check_choices(
@@ -653,10 +629,8 @@ class BatchFillOperator(BaseOperator):
             self.log.warning(
                 "%s", failed_rows_message(summary.failed, summary.rows, summary.errors)
             )
-        if summary.unused_columns:
-            self.log.info(
-                "columns not used (they match no field): %s", ", ".join(summary.unused_columns)
-            )
+        if summary.unused_note:
+            self.log.info("%s", summary.unused_note)
 
     def _columns(self, rows_path: Path) -> list[str]:
         """The rows' columns, and the name template checked against them: what would fail
@@ -693,31 +667,8 @@ class BatchFillOperator(BaseOperator):
     def _package(
         self, form: Any, rows_path: Path, store: Store, options: dict[str, Any]
     ) -> BatchSummary:
-        """All rows in one zip or one merged PDF, built in a local temporary file (never in
-        memory) and published whole, with the manifest."""
-        with store.staging() as folder:
-            if self.output_format == "zip":
-                target = folder / ZIP_NAME
-                with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-                    summary = fill_rows(form, rows_path, _ZipSink(archive, folder), **options)
-                store.publish(ZIP_NAME, target)
-            else:
-                from pypdf import PdfWriter
-
-                pages = folder / "pages"
-                summary = fill_rows(form, rows_path, pages, **options)
-                table = pq.read_table(pages / MANIFEST_NAME)
-                done = table.filter(pc.equal(table.column("status"), "ok"))
-                writer = PdfWriter()
-                for name in done.column("path").to_pylist():
-                    writer.append(str(pages / name))
-                writer._ID = None  # no random file id: the same rows give the same bytes
-                target = folder / MERGED_NAME
-                with target.open("wb") as out:
-                    writer.write(out)
-                (pages / MANIFEST_NAME).replace(folder / MANIFEST_NAME)
-                store.publish(MERGED_NAME, target)
-            store.publish(MANIFEST_NAME, folder / MANIFEST_NAME)
+        """All rows in one zip or one merged PDF (``engine.output_formats``), published
+        whole, with the manifest."""
+        summary = fill_one_file(form, rows_path, store, self.output_format, **options)
         summary.out_dir = str(self.output_dir)
-        summary.manifest = store.uri(MANIFEST_NAME)
         return summary

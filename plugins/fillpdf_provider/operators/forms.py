@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from fillpdf_provider.backend import Form
 from fillpdf_provider.client import Expired, InvalidRequest, NotFound
 from fillpdf_provider.engine.appearance import OVERFLOW_POLICIES, Fit
-from fillpdf_provider.engine.dates import date_formats
 from fillpdf_provider.engine.errors import FillPdfError, NoFormError, PdfError
+from fillpdf_provider.engine.fillable import date_formats
 from fillpdf_provider.engine.filler import Filled, Template
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError, MissingInput

@@ -27,8 +27,10 @@ from fillpdf_provider.engine.columns import (
     plan_columns,
     suggest,
 )
-from fillpdf_provider.engine.dates import date_formats, readable
+from fillpdf_provider.engine.dates import readable
+from fillpdf_provider.engine.fillable import date_formats
 from fillpdf_provider.engine.schema import Field
+from fillpdf_provider.operators.batch import failure_limit
 from fillpdf_provider.quality.context import quiet_gx, validate
 from fillpdf_provider.quality.frames import (
     ROW,
@@ -83,6 +85,7 @@ def input_rows_check(
     strict_columns: bool = False,
     used: Collection[str] = (),
     date_formats: Mapping[str, str | None] | None = None,
+    max_failed_rows: int | float | str | None = None,
     slice_rows: int = SLICE_ROWS,
 ) -> QualityReport:
     """Check rows (a CSV read as text, a Parquet file or a DataFrame) against a form's fields.
@@ -95,9 +98,17 @@ def input_rows_check(
     another use (the file names), which are neither. A date is one in the form's format
     (``date_formats``, by default the template's own where it has them) or in ISO 8601.
     Every expectation here is row by row, so a file is checked ``slice_rows`` rows at a
-    time: memory stays that of one slice however long the file.
+    time: memory stays that of one slice however long the file (and, with a tolerance, a
+    few bytes for each failing row).
+
+    ``max_failed_rows`` is the fill's tolerance (a count, or a fraction of the rows below 1):
+    rows whose values the form can't take would be the fill's failed rows, so the check
+    passes while no more rows than it allows fail, and its summary names it. A missing or
+    mistaken column fails every row: never tolerated.
     """
     started = time.perf_counter()
+    counting = max_failed_rows is not None
+    bad_rows: set[int] = set()
     fields = fields_of(template_fields)
     if date_formats is None:
         date_formats = dates_of(template_fields)
@@ -120,8 +131,9 @@ def input_rows_check(
                     mapped=set(mapping or ()), unchecked_dates=unread,
                 )  # fmt: skip
             gx_started = time.perf_counter()
-            result = validate("input", frame, suite, row_column)
+            result = validate("input", frame, suite, row_column, every_row=counting)
             gx_seconds += time.perf_counter() - gx_started
+        bad_rows |= _failing_rows(result, row_column)
         _keep_written(result, piece, total, row_column, cells)
         results.append(result)
         total += piece.num_rows
@@ -129,12 +141,44 @@ def input_rows_check(
         "input", describe(rows), total, join_results(results), row_column
     )
     report.gx_seconds, report.seconds = gx_seconds, time.perf_counter() - started
+    report.expectations += column_checks(columns)
     report.failures = [
         *column_failures(plan, expected, strict_columns),
         *(_as_written(f, cells) for f in report.failures),
     ]
     report.success = report.success and not report.failures
+    if counting:
+        tolerate(report, len(bad_rows), failure_limit(max_failed_rows, total))
     return report
+
+
+def column_checks(columns: Sequence[str]) -> int:
+    """What the column rule checks: each of the rows' columns, and whether any fills a
+    field (a report counts them with GX's expectations)."""
+    return len(columns) + 1
+
+
+def tolerate(report: QualityReport, bad_rows: int, allowed: int) -> None:
+    """Pass ``report`` if its failures are of ``bad_rows`` rows, no more than the fill's
+    tolerance ``allowed``: the fill records those rows as failed and fills the rest. Its
+    summary names the tolerance either way."""
+    report.bad_rows, report.failed_rows_allowed = bad_rows, allowed
+    if report.failures and not report.fails_whole_table and bad_rows <= allowed:
+        report.success = True
+
+
+def _failing_rows(result: dict[str, Any], row_column: str) -> set[int]:
+    """The ids of the rows each failed outcome lists in full (``validate(every_row=True)``);
+    the full lists leave the result, which keeps only its samples."""
+    rows: set[int] = set()
+    for outcome in result.get("results", []):
+        part = outcome.get("result") or {}
+        for sample in part.pop("unexpected_index_list", None) or []:
+            if isinstance(sample, dict) and sample.get(row_column) is not None:
+                rows.add(int(sample[row_column]))
+        part.pop("unexpected_list", None)
+        part.pop("unexpected_index_query", None)
+    return rows
 
 
 def _keep_written(
@@ -267,16 +311,26 @@ def column_failures(
             )
         )  # fmt: skip
     if strict:
-        for column in plan.not_used:
-            failures.append(
-                Failure(
-                    "fillpdf_column_rule", column, COLUMN_RULE,
-                    problem="matches no field (strict columns)",
-                    fix=f"Map it to a field (mapping={{{column!r}: 'FIELD'}}), or to '' to "
-                    "leave it out.",
-                )
-            )  # fmt: skip
+        failures.extend(_not_used_failure(plan, column) for column in plan.not_used)
     return failures
+
+
+def _not_used_failure(plan: ColumnPlan, column: str) -> Failure:
+    """A strict check's failure for a column that fills nothing: the field it matches that
+    another column fills, or the unfilled fields that fit it."""
+    problem, target = "matches no field (strict columns)", "a field"
+    if column in plan.shadowed:
+        field_name, filler = plan.shadowed[column]
+        problem = f"matches {field_name!r}, which column {filler!r} already fills (strict columns)"
+        target = "another field"
+    elif fits := plan.fits.get(column):
+        target = " or ".join(repr(f) for f in fits) + ", which no column fills,"
+    example = (plan.fits.get(column) or ["FIELD"])[0]
+    return Failure(
+        "fillpdf_column_rule", column, COLUMN_RULE, problem=problem,
+        fix=f"Map it to {target} (mapping={{{column!r}: {example!r}}}), or to '' to leave it "
+        "out.",
+    )  # fmt: skip
 
 
 def manifest_check(

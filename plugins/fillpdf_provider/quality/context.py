@@ -119,15 +119,22 @@ def batch_definition(kind: str) -> BatchDefinition:
 
 
 def validate(
-    kind: str, frame: pd.DataFrame, suite: ExpectationSuite, row_column: str
+    kind: str,
+    frame: pd.DataFrame,
+    suite: ExpectationSuite,
+    row_column: str,
+    *,
+    every_row: bool = False,
 ) -> dict[str, Any]:
-    """Run ``suite`` on ``frame``; the JSON-able GX result, unexpected rows named by id."""
+    """Run ``suite`` on ``frame``; the JSON-able GX result, unexpected rows named by id.
+    ``every_row`` lists every unexpected row (``unexpected_index_list``), not only the
+    first ``SAMPLE_SIZE``: for a count of the rows that fail, which the caller then drops."""
     with quiet_gx():
         batch = batch_definition(kind).get_batch(batch_parameters={"dataframe": frame})
         result = batch.validate(
             suite,
             result_format={
-                "result_format": "SUMMARY",
+                "result_format": "COMPLETE" if every_row else "SUMMARY",
                 "unexpected_index_column_names": [row_column],
                 "partial_unexpected_count": SAMPLE_SIZE,
             },

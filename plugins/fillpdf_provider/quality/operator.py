@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from fillpdf_provider.engine.dates import date_formats
+from fillpdf_provider.engine.fillable import date_formats
 from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.hooks.fillpdf import FillPdfHook
 from fillpdf_provider.operators.forms import flag_of, mapping_of
@@ -63,6 +63,9 @@ class QualityCheckOperator(BaseOperator):
     :param require_columns: fields a column must fill (input), beyond those the form
         requires and those the mapping names; see ``input_rows_check``.
     :param strict_columns: (input) a column that fills no field fails the check.
+    :param max_failed_rows: (input) the fill's tolerance, a count or a fraction of the rows
+        below 1: the check passes while no more rows than it allows have values the form
+        can't take, and its summary names it. Default: none, every failure fails. Templated.
     :param expected_rows: rows the manifest must have; default: as many as ``rows``.
     :param results: where to write the JSON results instead. Templated.
     :param storage_conn_id: connection for object-storage URIs that name none.
@@ -72,7 +75,7 @@ class QualityCheckOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "template", "rows", "output_dir", "schema", "mapping", "strict_columns", "results",
-        "storage_conn_id",
+        "storage_conn_id", "max_failed_rows",
     )  # fmt: skip
     ui_color = "#e8f4ea"
 
@@ -87,6 +90,7 @@ class QualityCheckOperator(BaseOperator):
         mapping: Mapping[str, str | None] | str | None = None,
         require_columns: Iterable[str] | None = None,
         strict_columns: bool | str = False,
+        max_failed_rows: int | float | str | None = None,
         expected_rows: int | None = None,
         results: str | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
@@ -110,6 +114,7 @@ class QualityCheckOperator(BaseOperator):
         self.mapping = mapping
         self.require_columns = list(require_columns) if require_columns is not None else None
         self.strict_columns = strict_columns
+        self.max_failed_rows = max_failed_rows
         self.expected_rows = expected_rows
         self.results = results
         self.fillpdf_conn_id = fillpdf_conn_id
@@ -128,8 +133,8 @@ class QualityCheckOperator(BaseOperator):
         )
         if target:
             self._save(report, target)
-        if report.success:
-            self.log.info("%s", report.summary())
+        if report.success:  # failures too, where max_failed_rows tolerates their rows
+            (self.log.warning if report.failures else self.log.info)("%s", report.summary())
         enforce(report)  # a failure's summary is the exception's message: logged once
         return report.brief()
 
@@ -146,6 +151,7 @@ class QualityCheckOperator(BaseOperator):
                     require_columns=self.require_columns,
                     strict_columns=flag_of("strict_columns", self.strict_columns),
                     date_formats=dates,
+                    max_failed_rows=self.max_failed_rows,
                 )  # fmt: skip
             if self.kind == "manifest":
                 manifest = self._manifest()

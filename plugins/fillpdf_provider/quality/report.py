@@ -20,6 +20,8 @@ UNITS = {"schema": "entry"}  # what a row of the checked table is; "row" for the
 SHOWN_ROWS = 10  # row ids in a summary line; the JSON keeps GX's sample of 20
 SHOWN_VALUES = 5
 _PLURALS = {"row": "rows", "entry": "entries"}
+#: Failures of the table's columns, not of some rows: every row would fail the fill.
+WHOLE_TABLE = frozenset({"expect_column_to_exist", "fillpdf_column_rule"})
 _VERBS = {"{is}": ("is", "are"), "{has}": ("has", "have")}
 
 
@@ -168,6 +170,10 @@ class QualityReport:
     gx_seconds: float = 0.0
     results: dict[str, Any] = field(default_factory=dict, repr=False)
     saved_to: str | None = None
+    bad_rows: int | None = None
+    """Rows the failures concern, where a tolerance was given (``checks.tolerate``)."""
+    failed_rows_allowed: int | None = None
+    """The fill's tolerance (``max_failed_rows``) as a count of rows, where one was given."""
 
     @classmethod
     def from_result(
@@ -197,10 +203,40 @@ class QualityReport:
             f"{len(self.failures)} of {self.expectations} expectations failed on "
             f"{self.rows} {_PLURALS[unit] if self.rows != 1 else unit} ({self.seconds:.2f} s)."
         )
-        lines = [head, *(f.line() for f in self.failures)]
+        lines = [head + self._tolerance(), *(f.line() for f in self.failures)]
         if self.saved_to:
             lines.append(f"Results: {self.saved_to}")
         return "\n".join(lines)
+
+    @property
+    def fails_whole_table(self) -> bool:
+        """A failure of a column (or of GX itself), not of some rows: never tolerated."""
+        return any(f.expectation in WHOLE_TABLE or f.error for f in self.failures)
+
+    def _tolerance(self) -> str:
+        """What the fill's tolerance makes of the failing rows, where one was given."""
+        allowed = self.failed_rows_allowed
+        if allowed is None or not self.failures:
+            return ""
+        bad = self.bad_rows or 0
+        rows = f"{bad} {'row' if bad == 1 else 'rows'}"
+        if self.fails_whole_table:
+            if not allowed:
+                return ""
+            return (
+                f" A missing or mistaken column fails every row, whatever max_failed_rows "
+                f"({allowed}) allows."
+            )
+        if self.success:
+            return (
+                f" {rows} with values the form can't take, within max_failed_rows ({allowed}): "
+                f"the fill records {'it' if bad == 1 else 'them'} as failed and fills the rest."
+            )
+        return (
+            f" {rows} {'has' if bad == 1 else 'have'} values the form can't take; "
+            f"max_failed_rows allows {allowed}: fix the rows, or raise max_failed_rows to "
+            f"{bad} to fill the rest."
+        )
 
     def brief(self) -> dict[str, Any]:
         """The report without GX's result: for an XCom or a log."""
@@ -215,6 +251,8 @@ class QualityReport:
             "seconds": round(self.seconds, 3),
             "gx_seconds": round(self.gx_seconds, 3),
             "results": self.saved_to,
+            "bad_rows": self.bad_rows,
+            "failed_rows_allowed": self.failed_rows_allowed,
         }
 
     def to_json(self) -> str:
