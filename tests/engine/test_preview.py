@@ -11,9 +11,11 @@ from pypdf.generic import ArrayObject, FloatObject, NameObject, NumberObject
 
 from fillpdf_provider.engine import FillPdfError, Template
 from fillpdf_provider.engine.acroform_writer import write_acroform
+from fillpdf_provider.engine.convert import convert
 from fillpdf_provider.engine.detect.model import Detected
 from fillpdf_provider.engine.preview import COLORS, caption_text, write_preview
 from kits import formedit
+from kits.flatkit import FlatPage, one_page
 
 SCALE = 1.5
 TEXT = Detected("text", 0, (100, 600, 300, 640), "full_name", confidence=0.87)
@@ -124,3 +126,85 @@ def test_same_input_gives_the_same_files(flat: bytes, tmp_path: Path) -> None:
 def test_field_on_a_missing_page_is_refused(flat: bytes, tmp_path: Path) -> None:
     with pytest.raises(FillPdfError, match="page 7"):
         write_preview(flat, [Detected("text", 7, (0, 0, 10, 10), "far")], tmp_path)
+
+
+Pixels = tuple[int, int, int, int]
+
+
+def device_box(rect: tuple[float, float, float, float]) -> Pixels:
+    """A letter page's user-space ``rect`` in preview pixels at ``SCALE``."""
+    x0, y0, x1, y1 = rect
+    return (
+        round(x0 * SCALE),
+        round((792 - y1) * SCALE),
+        round(x1 * SCALE),
+        round((792 - y0) * SCALE),
+    )
+
+
+def caption_runs(path: Path, boxes: list[Pixels], reach: int = 40) -> list[Pixels]:
+    """Where radio captions are written within ``reach`` pixels above and below the boxes:
+    runs of text in the radio colour outside every box, each glyph joined to the next, as
+    pixel rectangles."""
+    top = max(0, min(b[1] for b in boxes) - reach)
+    bottom = max(b[3] for b in boxes) + reach
+    with Image.open(path) as image:
+        rgb = image.convert("RGB")
+        data = rgb.load()
+        assert data is not None
+        ink = set()
+        for y in range(top, min(bottom, rgb.height)):
+            for x in range(rgb.width):
+                r, g, b = data[x, y]
+                if r - b > 100 and g < 200:
+                    ink.add((x, y))
+    ink = {
+        (x, y)
+        for x, y in ink
+        if not any(b[0] - 3 <= x <= b[2] + 3 and b[1] - 3 <= y <= b[3] + 3 for b in boxes)
+    }
+    runs: list[Pixels] = []
+    while ink:
+        todo = [ink.pop()]
+        xs, ys = [todo[0][0]], [todo[0][1]]
+        while todo:
+            x, y = todo.pop()
+            for dx in range(-6, 7):
+                for dy in range(-3, 4):
+                    if (x + dx, y + dy) in ink:
+                        ink.discard((x + dx, y + dy))
+                        todo.append((x + dx, y + dy))
+                        xs.append(x + dx)
+                        ys.append(y + dy)
+        runs.append((min(xs), min(ys), max(xs), max(ys)))
+    return runs
+
+
+def nearest(run: Pixels, boxes: list[Pixels]) -> int:
+    """Which of ``boxes`` the middle of ``run`` is nearest to."""
+    mx, my = (run[0] + run[2]) / 2, (run[1] + run[3]) / 2
+
+    def distance(box: Pixels) -> float:
+        dx = max(box[0] - mx, 0, mx - box[2])
+        dy = max(box[1] - my, 0, my - box[3])
+        return float(dx * dx + dy * dy)
+
+    return min(range(len(boxes)), key=lambda i: distance(boxes[i]))
+
+
+def test_each_radio_option_is_captioned_beside_its_own_button(tmp_path: Path) -> None:
+    """ "( ) Yes  ( ) No" after a question: the yes caption is no wider than the gap to the
+    No button, so it must not be written over that button."""
+    page = FlatPage()
+    page.text(72, 700, "Do you smoke?")
+    for x, option in ((300, "Yes"), (350, "No")):
+        page.circle(x, 703.5, 5)
+        page.text(x + 8, 700, option)
+    result = convert(one_page(page))
+    (group,) = result.schema
+    assert group.type == "radio" and group.widgets is not None
+    buttons = [device_box(w.rect) for w in group.widgets]
+    (path,) = write_preview(result.pdf, result.schema, tmp_path, scale=SCALE)
+    runs = caption_runs(path, buttons)
+    assert len(runs) == 2, runs
+    assert sorted(nearest(run, buttons) for run in runs) == [0, 1], (runs, buttons)

@@ -20,7 +20,7 @@ import pytest
 from fillpdf_provider.engine import Template
 from fillpdf_provider.engine.convert import convert
 from kits.browserkit import chromium
-from kits.flatkit import flat_form, flat_form_schema
+from kits.flatkit import flat_form_schema
 from kits.reviewkit import Review, review
 
 #: flat_form(2)'s schema, a second checkbox beside "member", and "email" less sure.
@@ -37,13 +37,6 @@ PIXEL = 1 / 1.5
 def browser() -> Iterator[Any]:
     with chromium() as launched:
         yield launched
-
-
-@pytest.fixture
-def flat(tmp_path: Path) -> Path:
-    path = tmp_path / "form.pdf"
-    path.write_bytes(flat_form(2))
-    return path
 
 
 @pytest.fixture

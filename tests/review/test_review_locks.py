@@ -19,19 +19,12 @@ import httpx
 import pytest
 
 from kits.browserkit import chromium
-from kits.flatkit import flat_form, flat_form_schema
+from kits.flatkit import flat_form_schema
 from kits.reviewkit import Review, review
 
 #: Long enough for a loaded machine; a guard against a hang, not a measure.
 DEADLINE = 60.0
 HEADERS = ("content-security-policy", "x-content-type-options", "x-frame-options")
-
-
-@pytest.fixture
-def flat(tmp_path: Path) -> Path:
-    path = tmp_path / "form.pdf"
-    path.write_bytes(flat_form(2))
-    return path
 
 
 @pytest.fixture

@@ -163,12 +163,16 @@ def _caption_spot(
     """Where a caption hides the least: inside its box if it fits, else beside it.
 
     Printed labels sit next to their boxes, and a reviewer needs to read them, so among
-    the places clear of other fields and captions the one over the least ink wins.
+    the places clear of other fields and captions the one over the least ink wins. A
+    caption must read as its own box's: one whose middle is nearer another box (a radio
+    option's caption running over the next option's box) is a last resort.
     """
     spots = _caption_spots(box, size, border, page)
-    others = [b for b in boxes if b != box] + taken
+    neighbours = [b for b in boxes if b != box]
+    others = neighbours + taken
     clear = [s for s in spots if not any(_intersects(s, other) for other in others)]
-    pool = clear or spots
+    own = [s for s in clear if _nearest_is_own(s, box, neighbours)]
+    pool = own or clear or spots
     if pool:
         return min(pool, key=lambda s: (_ink(page, s), pool.index(s)))
     w, h = size
@@ -179,10 +183,12 @@ def _caption_spot(
 
 def _caption_spots(box: Box, size: tuple[int, int], border: int, page: Image.Image) -> list[Box]:
     """The places a caption may go, best first, that lie on the page: inside the box when it
-    fits there, above it, below it, right of it, left of it."""
+    fits there, above it, below it, right of it, left of it, then above and below it ending
+    at its right edge (a caption wider than a small box runs away from the box after it)."""
     w, h = size
     x0, y0, x1, y1 = box
     candidates = [(x0, y0 - h - 1), (x0, y1 + 2), (x1 + 3, y0), (x0 - w - 3, y0)]
+    candidates += [(x1 - w + 1, y0 - h - 1), (x1 - w + 1, y1 + 2)]
     if x1 - x0 - 2 * border - 2 >= w and y1 - y0 - 2 * border - 2 >= h:
         candidates.insert(0, (x0 + border + 1, y0 + border + 1))
     spots = [(x, y, x + w - 1, y + h - 1) for x, y in candidates]
@@ -195,6 +201,20 @@ def _ink(page: Image.Image, spot: Box) -> int:
     """Dark pixels of the rendered page (mode ``L``) under ``spot``."""
     histogram = page.crop((spot[0], spot[1], spot[2] + 1, spot[3] + 1)).histogram()
     return sum(histogram[:DARK_LEVEL])
+
+
+def _nearest_is_own(spot: Box, box: Box, neighbours: list[Box]) -> bool:
+    """Whether the middle of ``spot`` is no nearer any of ``neighbours`` than ``box``."""
+    middle = ((spot[0] + spot[2]) / 2, (spot[1] + spot[3]) / 2)
+    mine = _distance(middle, box)
+    return all(mine <= _distance(middle, other) for other in neighbours)
+
+
+def _distance(point: tuple[float, float], box: Box) -> float:
+    """From ``point`` to the nearest point of ``box`` (0 inside it)."""
+    dx = max(box[0] - point[0], 0.0, point[0] - box[2])
+    dy = max(box[1] - point[1], 0.0, point[1] - box[3])
+    return float((dx * dx + dy * dy) ** 0.5)
 
 
 def _intersects(a: Box, b: Box) -> bool:

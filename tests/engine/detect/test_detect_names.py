@@ -4,7 +4,10 @@ A mail-merge maps a CSV's columns to a form's field names, so a name has to say 
 it is: the cells of a table by their column's header and their row (``quantity_2``) or the
 row's label (``wages_last_year``); a Yes/No grid as one radio group per question; a date
 by its label, its format hint ("(MM/DD/YYYY)") becoming the field's date format; and the
-schema in reading order. Both detection modes are held to the same forms.
+schema in reading order. A field's own label is the one on its own line, not another
+field's label on the line above; a writing area under an instruction is named by its
+heading; a long label is cut where its meaning stays whole. Both detection modes are held
+to the same forms.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 from fillpdf_provider.engine import Field, Template
 from fillpdf_provider.engine.convert import convert
 from fillpdf_provider.engine.dates import format_date
+from fillpdf_provider.engine.detect.labels import MAX_NAME, snake
 from fillpdf_provider.engine.detect.naming import date_hint, joined_name, reading_order
 from kits import viewcheck
 from kits.flatkit import FlatPage, Rect, one_page
@@ -316,3 +320,112 @@ def test_joined_names_keep_the_row_whole() -> None:
     assert joined_name(head, "12") == "total_amount_of_everything_that_was_12"
     assert len(joined_name(head, "12")) <= 40
     assert joined_name("", "3") == "row_3"
+
+
+# --------------------------------------------------------------------------- own labels
+
+
+def two_column_lines(page: FlatPage, y: float, second_label: str | None) -> None:
+    """ "Name ____  Date of birth ____" on one line, and under it one line across the page,
+    labelled ``second_label`` on its left (or not labelled at all)."""
+    page.text(72, y, "Name")
+    page.line(110, y - 3, 280, y - 3)
+    page.text(300, y, "Date of birth")
+    page.line(370, y - 3, 540, y - 3)
+    if second_label is not None:
+        page.text(72, y - 18, second_label)
+    page.line(110, y - 21, 540, y - 21)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_label_on_the_fields_own_line_wins_over_one_above(mode: str) -> None:
+    """The E-mail line reaches under "Date of birth", printed on the line above; its own
+    label sits beside it."""
+    page = FlatPage()
+    two_column_lines(page, 700, "E-mail")
+    fields = {f.name: f for f in detect(one_page(page), mode)}
+    assert sorted(fields) == ["date_of_birth", "e_mail", "name"], listing(list(fields.values()))
+    assert (fields["e_mail"].type, fields["e_mail"].label) == ("text", "E-mail")
+    assert fields["e_mail"].confidence >= 0.5  # its own label: nothing to flag
+    assert fields["date_of_birth"].type == "date"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_name_from_another_fields_label_is_a_low_confidence_guess(mode: str) -> None:
+    """With no label of its own, the line under "Date of birth" is named from it, but it is
+    no date, and it is flagged for review by its confidence."""
+    page = FlatPage()
+    two_column_lines(page, 700, None)
+    fields = {f.name: f for f in detect(one_page(page), mode)}
+    assert sorted(fields) == ["date_of_birth", "date_of_birth_2", "name"], listing(
+        list(fields.values())
+    )
+    guess = fields["date_of_birth_2"]
+    assert guess.type == "text" and guess.date_format is None
+    assert guess.confidence < 0.5
+    assert fields["date_of_birth"].type == "date"
+    assert fields["date_of_birth"].confidence >= 0.5
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_writing_area_is_named_by_its_heading_not_its_instruction(
+    mode: str, wrapped: bool
+) -> None:
+    page = FlatPage()
+    page.text(72, 540, "Additional information", size=12)
+    if wrapped:
+        page.text(72, 524, "Tell us anything else you would like us to know about", size=9)
+        page.text(72, 513, "your application, such as your previous jobs.", size=9)
+        page.box((72, 400, 540, 508))
+    else:
+        page.text(72, 524, "Tell us anything else you would like us to know.", size=9)
+        page.box((72, 400, 540, 518))
+    (field,) = detect(one_page(page), mode)
+    assert (field.name, field.label) == ("additional_information", "Additional information")
+    assert field.multiline
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_long_question_keeps_its_meaning_in_its_name(mode: str) -> None:
+    page = FlatPage()
+    yes_no_grid(page, 700, ["Do you have any unspent criminal convictions?"])
+    page.text(72, 605, "Name of employer, if self-employed write self")
+    page.box((300, 600, 540, 620))
+    fields = detect(one_page(page), mode)
+    assert names(fields) == ["do_you_have_unspent_criminal_convictions", "name_of_employer"], (
+        listing(fields)
+    )
+
+
+@pytest.mark.parametrize(
+    ("label", "name"),
+    [
+        (
+            "Do you have any unspent criminal convictions?",
+            "do_you_have_unspent_criminal_convictions",
+        ),
+        ("Name of employer, if self-employed write self", "name_of_employer"),
+        (
+            "Name and address of the person to contact in an emergency",
+            "name_and_address_of_person_to_contact",
+        ),
+        (
+            "Have you ever been convicted of a criminal offence in the United Kingdom?",
+            "have_you_ever_been_convicted",
+        ),
+        ("Tell us anything else you would like us to know", "tell_us_anything_else_you_would_like"),
+        (
+            "My name or other biographic information has been",
+            "my_name_or_other_biographic_information",
+        ),
+        ("Married filing jointly (even if only one had income)", "married_filing_jointly"),
+        ("S I G N A T U R E  O F  A P P L I C A N T S", "s_i_g_n_a_t_u_r_e_o_f_a_p_p_l_i_c_a_n_t"),
+        ("1a Your first name and initial", "first_name_and_initial"),  # short: as it was
+        ("Are you over 65?", "are_you_over_65"),
+        ("Supercalifragilisticexpialidociouslyunreadablewords", ""),  # no word of a name
+    ],
+)
+def test_long_labels_are_cut_where_the_meaning_stays_whole(label: str, name: str) -> None:
+    assert snake(label) == name
+    assert len(name) <= MAX_NAME

@@ -29,11 +29,14 @@ from fillpdf_provider.engine.detect.fields import (
 from fillpdf_provider.engine.detect.labels import LabelIndex, snake, unique_names
 from fillpdf_provider.engine.detect.model import Detected, Rect
 from fillpdf_provider.engine.detect.naming import (
+    BORROWED_CONFIDENCE,
     CellName,
+    OwnLabel,
     cell_names,
     date_hint,
     nearby_name,
     option_grids,
+    own_label,
     reading_order,
     union,
 )
@@ -263,41 +266,62 @@ def _fields_of(
             radio = _radio(index, cand, row.question, option, number, sure[id(cand)], to_pdf)
             placed.append((cand.box, radio))
     rest = [(c, label, conf) for c, label, conf in chosen if id(c) not in in_grid]
-    cells = [c for c, _label, _conf in rest if c.kind not in ("checkbox", "radio")]
-    own = [label for c, label, _conf in rest if c.kind not in ("checkbox", "radio")]
-    table = cell_names(cells, own, labels)
-    renamed = {id(cells[i]): name for i, name in table.items()}
-    radios: list[tuple[Candidate, float]] = []
-    for cand, label, confidence in rest:
-        if cand.kind == "radio":
-            radios.append((cand, confidence))
-            continue
-        field = _field(index, cand, label, confidence, renamed, labels, to_pdf)
-        placed.append((cand.box, field))
+    placed.extend(_fields_beside_grids(index, chosen, rest, labels, to_pdf))
+    radios = [(cand, confidence) for cand, _label, confidence in rest if cand.kind == "radio"]
     placed.extend(_radio_groups(index, radios, labels, to_pdf, first_group=len(grid)))
     order = reading_order([box for box, _ in placed])
     return [placed[i][1] for i in order]
 
 
+def _fields_beside_grids(
+    index: int,
+    chosen: list[tuple[Candidate, str | None, float]],
+    rest: list[tuple[Candidate, str | None, float]],
+    labels: LabelIndex,
+    to_pdf: ToPdf,
+) -> list[tuple[Box, Detected]]:
+    """The fields of ``rest`` that are no radio button, each named by its table, its own
+    label (beside it on its line before one borrowed from above) or the text near it."""
+    found = [(c, label) for c, label, _conf in chosen]
+    cells = [c for c, _label, _conf in rest if c.kind not in ("checkbox", "radio")]
+    mine = [label for c, label, _conf in rest if c.kind not in ("checkbox", "radio")]
+    table = cell_names(cells, mine, labels)
+    own = {id(c): own_label(c, label, found, labels) for c, label in zip(cells, mine, strict=True)}
+    renamed = {id(cells[i]): name for i, name in table.items()}
+    placed = []
+    for cand, label, confidence in rest:
+        if cand.kind == "radio":
+            continue
+        named = own.get(id(cand), OwnLabel(label))
+        placed.append((cand.box, _field(index, cand, named, confidence, renamed, labels, to_pdf)))
+    return placed
+
+
 def _field(
     index: int,
     cand: Candidate,
-    label: str | None,
+    own: OwnLabel,
     confidence: float,
     renamed: dict[int, CellName],
     labels: LabelIndex,
     to_pdf: ToPdf,
 ) -> Detected:
     """A field of its own (not a radio button), named from its label, its table or, with
-    neither, the text printed near it."""
-    kind = typed(cand.kind, label)
+    neither, the text printed near it. Only its own label types it (a date, a signature);
+    a name read from another field's label is a guess, sure at most ``BORROWED_CONFIDENCE``."""
+    label = own.text
+    kind = typed(cand.kind, None if own.borrowed else label)
     cell = renamed.get(id(cand))
     shown, af_format = date_hint(label)
+    if own.borrowed:
+        af_format = None
     if cell is None and not snake(shown):
         cell = nearby_name(cand.box, labels, button=cand.kind == "checkbox")
     if af_format is not None and kind == "text":
         kind = "date"
     name = cell.name if cell is not None else snake(shown)
+    if own.borrowed and cell is None:
+        confidence = min(confidence, BORROWED_CONFIDENCE)
     return Detected(
         type=kind,
         page=index,

@@ -8,6 +8,10 @@ row's own label and the column's header), and one radio group per grid row named
 question, with the column headers as its options. A format hint in a label ("(MM/DD/YYYY)")
 becomes the field's date format rather than part of its name.
 
+Text printed above a field that is another field's label is not the field's own: a label
+beside it on its own line wins, and without one that text names it only as a guess, at a
+low confidence. A writing area under a long instruction is named by the heading over it.
+
 Everything works in the reader's top-down page space, on the fields already chosen.
 """
 
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fillpdf_provider.engine.detect.fields import Candidate
-from fillpdf_provider.engine.detect.labels import MAX_NAME, LabelIndex, snake
+from fillpdf_provider.engine.detect.labels import MAX_NAME, LabelIndex, instruction, snake
 from fillpdf_provider.engine.detect.page import Box
 
 #: How far (pt) edges may differ and still line up (cells of one column, rows of one table).
@@ -38,6 +42,9 @@ BUTTON_HEADER_SPREAD = 10.0
 GRID_ROW_GAP = 40.0
 #: How far to the left of a grid row's first button its question may start.
 QUESTION_REACH = 520.0
+#: The most a field's confidence may be when its name comes from another field's label: a
+#: guess a person should check (the review editor flags fields under one half).
+BORROWED_CONFIDENCE = 0.3
 
 _DATE_PART = r"(?:yyyy|yy|mm|dd)"
 _DATE_HINT = re.compile(
@@ -52,6 +59,15 @@ class CellName:
 
     label: str
     name: str
+
+
+@dataclass(frozen=True)
+class OwnLabel:
+    """The text a field is named and typed from; ``borrowed`` when that text is another
+    field's label (printed on the line above, before a field of its own)."""
+
+    text: str | None
+    borrowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,50 @@ def date_hint(label: str | None) -> tuple[str | None, str | None]:
     parts = set(re.findall(_DATE_PART, hint))
     complete = any(p.startswith("y") for p in parts) and {"mm", "dd"} <= parts
     return (rest or label), (hint if complete else None)
+
+
+# --------------------------------------------------------------------------- own labels
+
+
+def own_label(
+    cand: Candidate,
+    label: str | None,
+    chosen: Sequence[tuple[Candidate, str | None]],
+    labels: LabelIndex,
+) -> OwnLabel:
+    """The label ``cand`` is named from, among the page's ``chosen`` fields and their labels.
+
+    ``label`` is the text found nearest the box (the scorer reads it). When that text is
+    printed above the box and is the label of a field on its own line, it is borrowed: a
+    label beside the box on its own line wins, and without one the name is a guess. A
+    writing area under an instruction takes the short heading over it. A button's label
+    lends nothing: "Other (specify)" names the line under its box.
+    """
+    if not label:
+        return OwnLabel(label)
+    _found, place = labels.label_and_place(cand)
+    line = labels.line_above(cand.box, place)
+    if line is None:
+        return OwnLabel(label)
+    borrowed = False
+    for other, other_label in chosen:
+        if other is cand or other.kind in ("checkbox", "radio") or not other_label:
+            continue
+        _x0, top, _x1, bottom = other.box
+        if top < line.bottom and bottom > line.top and other_label in line.text:
+            borrowed = True
+            break
+    others = [c.box for c, _label in chosen if c is not cand]
+    if borrowed:
+        buttons = [c.box for c, _label in chosen if c.kind in ("checkbox", "radio")]
+        beside = labels.own_line(cand.box, others, buttons)
+        if beside:
+            return OwnLabel(beside)
+    if cand.multiline and instruction(line.text):
+        heading = labels.heading_over(line, cand.box, others)
+        if heading:
+            return OwnLabel(heading)
+    return OwnLabel(label, borrowed)
 
 
 # --------------------------------------------------------------------------- tables
