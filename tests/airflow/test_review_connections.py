@@ -110,6 +110,8 @@ def test_a_conversion_id_is_ascii_and_bounded_and_errors_name_no_store(
     url = stack.url("fillpdf_team_a", conversion_id) + "api/review"
     answer = httpx.get(url, headers=team_a, timeout=60)
     assert answer.status_code == 404, answer.text
+    assert "default-src" in answer.headers.get("content-security-policy", "")  # refusals too
+    assert answer.headers.get("x-frame-options") == "DENY"
     store = stack.stores["fillpdf_team_a"]
     assert str(store) not in answer.text and store.name not in answer.text, answer.text
     assert len(answer.text) < 1000, answer.text

@@ -12,8 +12,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from fillpdf_provider.review.app import SECURITY_HEADERS
 from fillpdf_provider.ui.quota_data import quota_overview
-from fillpdf_provider.ui.review_page import review_path, review_router
+from fillpdf_provider.ui.review_page import REVIEW_ROOT, review_path, review_router
 
 
 def _authorized() -> Any:
@@ -91,6 +92,17 @@ def create_quota_app() -> FastAPI:
         if exc.status_code == 403:
             return HTMLResponse(_forbidden_page(_login_url(request)), status_code=403)
         return await http_exception_handler(request, exc)
+
+    @app.middleware("http")
+    async def secured_review(request: Request, call_next: Any) -> Response:
+        """The review editor's answers carry its security headers, refusals (401, 403, 404,
+        405, 422) as well as its pages."""
+        response: Response = await call_next(request)
+        path = request.url.path.removeprefix(request.scope.get("root_path", ""))
+        if path.startswith(REVIEW_ROOT):
+            for name, value in SECURITY_HEADERS.items():
+                response.headers.setdefault(name, value)
+        return response
 
     app.include_router(review_router(_authorized()))
 

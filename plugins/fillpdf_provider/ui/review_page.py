@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 KEPT_SESSIONS = 4
 #: ``connection_id``: the path parameter Airflow's ``requires_access_connection`` reads.
 PREFIX = "/review/{connection_id}/{conversion_id}"
+#: Where every address of the editor starts, within the plugin's app.
+REVIEW_ROOT = "/review/"
 
 
 def review_path(conn_id: str, conversion_id: str) -> str:
