@@ -111,7 +111,7 @@ def test_fill_an_inline_pdf_needs_its_fields(server: Server) -> None:
 @pytest.mark.parametrize(
     ("cls", "make"),
     [
-        (InvalidRequest, lambda c, cid: c.fill(cid, {"member": "yes"})),
+        (InvalidRequest, lambda c, cid: c.fill(cid, {"member": "maybe"})),
         (NotFound, lambda c, cid: c.get_conversion("conv_" + "0" * 24)),
         (UnsupportedFile, lambda c, cid: c.convert(b"not a pdf at all")),
         (UnsupportedFile, lambda c, cid: c.convert(truncated())),  # damaged: 415, not 502
