@@ -12,6 +12,10 @@ For every fillable form in ``../shared/corpus/forms``:
 2. The flat copy is converted with ``detect="fields"`` and ``detect="fields_fast"`` (timed).
 3. The widgets are read back from the *output PDF* (not from the schema) and matched to the
    ground truth one-to-one per page by maximum-IoU assignment (a match needs IoU >= 0.5).
+   Each figure comes twice: comb-equivalent, where a comb that the other side reads as a
+   row of one-character boxes (either way round) is split into its ``/MaxLen`` cells, so
+   that the two score n matches (``comb_score``), and plain, a comb as one widget.
+   The acceptance lines read the comb-equivalent figures.
 4. Widgets over blank paper in the flat copy (no print within 3 pt of the box) are ignore
    regions: they leave recall, and a detection matched to one is neither right nor wrong.
 5. Precision, recall, F1, class-aware F1, recall per ground-truth class, duplicate schema
@@ -50,7 +54,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
@@ -144,6 +148,8 @@ class WidgetBox:
     """Fully qualified field name (``/T`` up the ``/Parent`` chain, joined by ".")."""
     tooltip: str | None = None
     """``/TU`` (inherited): the form author's description, handy when debugging."""
+    max_length: int | None = None
+    """``/MaxLen`` (inherited) of a comb field: how many one-character cells it has."""
 
 
 def _int(value: Any) -> int:
@@ -259,6 +265,7 @@ def scan_widgets(pdf: bytes | PdfReader) -> list[tuple[WidgetBox, str | None]]:
                 cls=cls,
                 name=qualified_name(annot),
                 tooltip=str(tooltip) if tooltip is not None else None,
+                max_length=(_int(_inherited(annot, "/MaxLen")) or None) if cls == "comb" else None,
             )
             reason = None
             if key in seen:
@@ -562,6 +569,84 @@ def score(
     return Score(len(gt) - sum(skip), len(det) - on_ignored, tp, tp_class, by_class)
 
 
+# --------------------------------------------------------------------------- comb cells
+
+#: Where a row, a mode's total or a per-form summary keeps its comb-equivalent figures.
+COMB_KEY = "comb_equivalent"
+
+
+def comb_cells(widgets: Sequence[WidgetBox]) -> tuple[list[WidgetBox], list[int]]:
+    """Each comb widget split into its ``max_length`` equal cells, other widgets as they are,
+    and for each box the index of the widget it comes from.
+
+    A comb of n cells and a row of n one-character boxes are the same field to the person
+    filling it, so the comb-equivalent figures match cells, not whole combs. The cells run
+    along the comb's long side (a comb turned a quarter on the page stands upright).
+    """
+    boxes: list[WidgetBox] = []
+    owner: list[int] = []
+    for index, widget in enumerate(widgets):
+        n = widget.max_length or 1
+        if widget.cls != "comb" or n < 2:
+            boxes.append(widget)
+            owner.append(index)
+            continue
+        x0, y0, x1, y1 = widget.rect
+        across = x1 - x0 >= y1 - y0
+        for k in range(n):
+            if across:
+                cell = (x0 + (x1 - x0) * k / n, y0, x0 + (x1 - x0) * (k + 1) / n, y1)
+            else:  # cell 0 at the top, as the text reads when turned
+                cell = (x0, y1 - (y1 - y0) * (k + 1) / n, x1, y1 - (y1 - y0) * k / n)
+            boxes.append(WidgetBox(widget.page, cell, widget.cls, widget.name, widget.tooltip))
+            owner.append(index)
+    return boxes, owner
+
+
+def _as_cells(widgets: Sequence[WidgetBox], other: Sequence[WidgetBox]) -> list[int]:
+    """The combs of ``widgets`` that the ``other`` side reads as a row of boxes: at least
+    half of their cells (and two) each match a distinct box of ``other``."""
+    cells, owner = comb_cells(widgets)
+    hits = Counter(owner[m.gt] for m in match(cells, other))
+    return [
+        i
+        for i, w in enumerate(widgets)
+        if w.cls == "comb" and (w.max_length or 1) >= 2 and hits[i] >= max(2, w.max_length / 2)
+    ]
+
+
+def comb_score(
+    gt: Sequence[WidgetBox],
+    det: Sequence[WidgetBox],
+    ignored: Sequence[bool] | None = None,
+) -> Score:
+    """``score`` where a comb of n cells and a row of n boxes are the same field.
+
+    A comb that the other side reads as a row of one-character boxes (``_as_cells``), either
+    way round, is split into its cells (``comb_cells``): each cell that matches a distinct
+    box at IoU >= ``IOU_MIN`` is a match, n for a whole row. Every other widget, a comb
+    found as a comb or as one box among them, is matched whole, as the plain ``score`` does.
+    A cell of an ignored widget is ignored.
+    """
+    split_gt, split_det = set(_as_cells(gt, det)), set(_as_cells(det, gt))
+    gt_units, owner = comb_cells([w if i in split_gt else _whole(w) for i, w in enumerate(gt)])
+    det_units, _ = comb_cells([w if i in split_det else _whole(w) for i, w in enumerate(det)])
+    skip = None if ignored is None else [ignored[i] for i in owner]
+    return score(gt_units, det_units, match(gt_units, det_units), ignored=skip)
+
+
+def _whole(widget: WidgetBox) -> WidgetBox:
+    """``widget`` as one box, never split into cells."""
+    return replace(widget, max_length=None)
+
+
+def comb_figures(figures: dict[str, Any]) -> dict[str, Any]:
+    """The comb-equivalent figures of a form's row or a mode's total (``COMB_KEY``); empty
+    for a report written before they were measured."""
+    found = figures.get(COMB_KEY)
+    return found if isinstance(found, dict) else {}
+
+
 # --------------------------------------------------------------------------- schema
 
 
@@ -813,7 +898,8 @@ class StandIn:
             cls = widget.cls
             if rng.random() < self.mistype and cls != "radio":
                 cls = "checkbox" if GROUP.get(cls) != "button" else "text"
-            found.append(WidgetBox(widget.page, rect, cls, widget.name, widget.tooltip))
+            cells = widget.max_length if cls == "comb" else None
+            found.append(WidgetBox(widget.page, rect, cls, widget.name, widget.tooltip, cells))
         for i, widget in enumerate(truth):
             if rng.random() < self.extra:
                 x0, y0, x1, y1 = widget.rect
@@ -891,7 +977,7 @@ def _write_widgets(pdf: bytes, widgets: Sequence[WidgetBox]) -> tuple[bytes, lis
             if flags:
                 annot[NameObject("/Ff")] = NumberObject(flags)
             if widget.cls == "comb":
-                annot[NameObject("/MaxLen")] = NumberObject(10)
+                annot[NameObject("/MaxLen")] = NumberObject(widget.max_length or 10)
             if widget.cls == "date":
                 annot[NameObject("/AA")] = DictionaryObject(
                     {
@@ -1000,12 +1086,14 @@ def detection_figures(
     gt: Sequence[WidgetBox], det: Sequence[WidgetBox], ink: Sequence[bool]
 ) -> tuple[list[Match], dict[str, Any]]:
     """One detector's boxes on one form, matched and scored: the matches and the figures."""
+    ignored = [not seen for seen in ink]
     matches = match(gt, det)
-    counts = score(gt, det, matches, ignored=[not seen for seen in ink])
+    counts = score(gt, det, matches, ignored=ignored)
     return matches, {
         "det_by_class": dict(sorted(Counter(w.cls for w in det).items())),
         "mean_matched_iou": (sum(m.iou for m in matches) / len(matches) if matches else None),
         **counts.to_dict(),
+        COMB_KEY: comb_score(gt, det, ignored).to_dict(),
     }
 
 
@@ -1134,8 +1222,11 @@ def run_forms(
     def report(summary: dict[str, Any]) -> None:
         summaries.append(summary)
         if progress is not None:
-            f1 = {m: summary["modes"][m]["f1"] for m in modes}
-            figures = "  ".join(f"{m} F1 {_fmt(v)}" for m, v in f1.items())
+            rows = {m: summary["modes"][m] for m in modes}
+            figures = "  ".join(
+                f"{m} F1 {_fmt(comb_figures(row).get('f1'))} (plain {_fmt(row['f1'])})"
+                for m, row in rows.items()
+            )
             print(
                 f"[{len(summaries)}/{len(paths)} {time.perf_counter() - started:6.1f}s] "
                 f"{summary['form']}: {figures}",
@@ -1163,8 +1254,19 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
+def _micro(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts summed over forms, ratios recomputed, and the mean of the per-form F1s."""
+    total = Score()
+    for row in rows:
+        total = total + Score.from_dict(row)
+    # a form whose every widget lies over blank paper has nothing to find: not averaged
+    per_form = [row["f1"] for row in rows if row["n_gt"] and row["f1"] is not None]
+    return {**total.to_dict(), "mean_form_f1": statistics.fmean(per_form) if per_form else None}
+
+
 def overall(summaries: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[str, Any]:
-    """Micro-averaged figures over all forms, and the timing medians."""
+    """Micro-averaged figures over all forms, plain and comb-equivalent (``COMB_KEY``; left
+    out when a summary has none), and the timing medians."""
     plumber = _median(s["pdfplumber_s_per_page"] for s in summaries)
     excluded: Counter[str] = Counter()
     blank: Counter[str] = Counter()
@@ -1187,18 +1289,14 @@ def overall(summaries: Sequence[dict[str, Any]], modes: Sequence[str]) -> dict[s
     }
     for mode in modes:
         rows = [s["modes"][mode] for s in summaries]
-        total = Score()
-        for row in rows:
-            total = total + Score.from_dict(row)
         median = _median(row["s_per_page"] for row in rows)
         labelled = sum(row["labelled"] for row in rows)
         near_text = sum(row.get("near_text", 0) for row in rows)
         generic = sum(row.get("generic_named", 0) for row in rows)
-        # a form whose every widget lies over blank paper has nothing to find: not averaged
-        per_form = [row["f1"] for row in rows if row["n_gt"] and row["f1"] is not None]
+        cells = [comb_figures(row) for row in rows]
         result["modes"][mode] = {
-            **total.to_dict(),
-            "mean_form_f1": statistics.fmean(per_form) if per_form else None,
+            **_micro(rows),
+            **({COMB_KEY: _micro(cells)} if all(cells) else {}),
             "errors": sum(row["error"] is not None for row in rows),
             "duplicate_names": sum(row["n_duplicate_names"] for row in rows),
             "forms_with_duplicates": sum(row["n_duplicate_names"] > 0 for row in rows),
@@ -1238,15 +1336,23 @@ def acceptance(total: dict[str, Any]) -> list[Gate]:
         gates.append(
             _gate(errors, errors == 0, f"forms that failed to convert ({mode}) {errors} == 0")
         )
-    f1 = fields.get("f1")
-    gates.append(_gate(f1, (f1 or 0) >= MIN_F1, f"overall F1 (fields) {_fmt(f1)} >= {MIN_F1}"))
-    recall = fields.get("button_recall")
+    cells = comb_figures(fields)
+    f1 = cells.get("f1")
+    gates.append(
+        _gate(
+            f1,
+            (f1 or 0) >= MIN_F1,
+            f"overall F1, comb-equivalent (fields) {_fmt(f1)} >= {MIN_F1} "
+            f"(plain {_fmt(fields.get('f1'))})",
+        )
+    )
+    recall = cells.get("button_recall")
     gates.append(
         _gate(
             recall,
             (recall or 0) >= MIN_BUTTON_RECALL,
             f"checkbox+radio recall, found as checkbox/radio (fields) {_fmt(recall)} "
-            f">= {MIN_BUTTON_RECALL}",
+            f">= {MIN_BUTTON_RECALL} (plain {_fmt(fields.get('button_recall'))})",
         )
     )
     for mode, figures in modes.items():
@@ -1306,29 +1412,44 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+#: How the comb-equivalent figures are shown beside the plain ones.
+COMB_NOTE = (
+    "comb-equivalent: a comb and a row of one-character boxes score alike; "
+    "plain: a comb is one widget"
+)
+
+
 def _short(name: str, width: int) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def print_table(summaries: Sequence[dict[str, Any]], mode: str, out: TextIO) -> None:
-    """One line per form for ``mode``."""
+    """One line per form for ``mode``: the comb-equivalent figures, the plain F1 beside."""
     head = (
         f"{'form':<44} {'pg':>3} {'gt':>5} {'det':>5} {'tp':>5} {'P':>6} {'R':>6} {'F1':>6} "
-        f"{'cF1':>6} {'btnR':>6} {'dup':>4} {'lbl':>6} {'s/pg':>7} {'plb':>7} {'xplb':>5}"
+        f"{'plF1':>6} {'cF1':>6} {'btnR':>6} {'dup':>4} {'lbl':>6} {'s/pg':>7} {'plb':>7} "
+        f"{'xplb':>5}"
     )
-    print(f"\ndetect={mode}", file=out)
+    print(f"\ndetect={mode} ({COMB_NOTE})", file=out)
     print(head, file=out)
     print("-" * len(head), file=out)
     for s in summaries:
         row = s["modes"][mode]
+        cells = comb_figures(row)
         plumber = s["pdfplumber_s_per_page"]
         spp = row["s_per_page"]
         ratio = spp / plumber if spp is not None and plumber else None
         lbl = _ratio(row["label_named"], row["labelled"])
         print(
-            f"{_short(s['form'], 44):<44} {s['pages']:>3} {row['n_gt']:>5} {row['n_det']:>5} "
-            f"{row['tp']:>5} {_fmt(row['precision']):>6} {_fmt(row['recall']):>6} "
-            f"{_fmt(row['f1']):>6} {_fmt(row['class_f1']):>6} {_fmt(row['button_recall']):>6} "
+            f"{_short(s['form'], 44):<44} {s['pages']:>3} {_count(cells.get('n_gt')):>5} "
+            f"{_count(cells.get('n_det')):>5} {_count(cells.get('tp')):>5} "
+            f"{_fmt(cells.get('precision')):>6} {_fmt(cells.get('recall')):>6} "
+            f"{_fmt(cells.get('f1')):>6} {_fmt(row['f1']):>6} {_fmt(cells.get('class_f1')):>6} "
+            f"{_fmt(cells.get('button_recall')):>6} "
             f"{row['n_duplicate_names']:>4} {_pct(lbl):>6} {_fmt(spp, 4):>7} "
             f"{_fmt(plumber, 4):>7} {_fmt(ratio, 1):>5}",
             file=out,
@@ -1345,19 +1466,28 @@ def print_overall(total: dict[str, Any], gates: Sequence[Gate], out: TextIO) -> 
         f"widgets (left out: {excluded})",
         file=out,
     )
-    print(f"{'':<34}" + "".join(f"{m:>14}" for m in modes), file=out)
+    print(f"  figures: {COMB_NOTE} (in brackets)", file=out)
+    print(f"{'':<34}" + "".join(f"{m:>24}" for m in modes), file=out)
 
     def line(label: str, values: Iterable[str]) -> None:
-        print(f"  {label:<32}" + "".join(f"{v:>14}" for v in values), file=out)
+        print(f"  {label:<32}" + "".join(f"{v:>24}" for v in values), file=out)
 
     figures = [total["modes"][m] for m in modes]
-    line("detected widgets", (str(f["n_det"]) for f in figures))
-    line("matched (IoU >= 0.5)", (str(f["tp"]) for f in figures))
-    line("precision", (_fmt(f["precision"]) for f in figures))
-    line("recall", (_fmt(f["recall"]) for f in figures))
-    line("F1", (_fmt(f["f1"]) for f in figures))
-    line("mean per-form F1", (_fmt(f.get("mean_form_f1")) for f in figures))
-    line("class-aware F1", (_fmt(f["class_f1"]) for f in figures))
+
+    def both(text: Callable[[dict[str, Any]], str]) -> Iterator[str]:
+        """Each mode's figure comb-equivalent, then plain in brackets."""
+        for f in figures:
+            cells = comb_figures(f)
+            yield f"{text(cells) if cells else '-'} ({text(f)})"
+
+    line("ground-truth widgets / cells", both(lambda f: str(f["n_gt"])))
+    line("detected widgets", both(lambda f: str(f["n_det"])))
+    line("matched (IoU >= 0.5)", both(lambda f: str(f["tp"])))
+    line("precision", both(lambda f: _fmt(f["precision"])))
+    line("recall", both(lambda f: _fmt(f["recall"])))
+    line("F1", both(lambda f: _fmt(f["f1"])))
+    line("mean per-form F1", both(lambda f: _fmt(f.get("mean_form_f1"))))
+    line("class-aware F1", both(lambda f: _fmt(f["class_f1"])))
     print("  recall by ground-truth class: found / found with a class of its group", file=out)
     for cls in CLASSES:
         n = next((f["by_class"][cls]["n"] for f in figures if cls in f["by_class"]), 0)
@@ -1365,13 +1495,14 @@ def print_overall(total: dict[str, Any], gates: Sequence[Gate], out: TextIO) -> 
             continue
         line(
             f"  {cls} (n={n})",
-            (
-                f"{_fmt(f['by_class'][cls]['recall'], 2)}/"
-                f"{_fmt(f['by_class'][cls]['class_recall'], 2)}"
-                for f in figures
+            both(
+                lambda f, cls=cls: (
+                    f"{_fmt(f['by_class'].get(cls, {}).get('recall'), 2)}/"
+                    f"{_fmt(f['by_class'].get(cls, {}).get('class_recall'), 2)}"
+                )
             ),
         )
-    line("checkbox+radio recall (group)", (_fmt(f["button_recall"]) for f in figures))
+    line("checkbox+radio recall (group)", both(lambda f: _fmt(f["button_recall"])))
     line(
         "duplicate names (forms)",
         (f"{f['duplicate_names']} ({f['forms_with_duplicates']})" for f in figures),
@@ -1566,10 +1697,13 @@ def debug_report(
     entries = {str(e["name"]): e for e in schema}
     context = PageContext(flat)
     counts = score(gt, det, matches)
+    cells = comb_score(gt, det)
     print(
         f"\n== debug detect={mode}: {len(gt)} ground truth, {len(det)} detected, "
         f"{len(matches)} matched ({counts.tp_class} right class); P {_fmt(counts.precision)} "
-        f"R {_fmt(counts.recall)} F1 {_fmt(counts.f1)} cF1 {_fmt(counts.class_f1)}",
+        f"R {_fmt(counts.recall)} F1 {_fmt(counts.f1)} cF1 {_fmt(counts.class_f1)}; a comb as "
+        f"its cells: {cells.n_gt} ground truth, {cells.n_det} detected, {cells.tp} matched, "
+        f"F1 {_fmt(cells.f1)}; the lists below are of whole widgets",
         file=out,
     )
     per_page = Counter(w.page for w in gt)

@@ -13,7 +13,9 @@ puts a published form-field detector beside them. For every form of a corpus:
    checkbox, signature -> signature.
 3. The detections are matched and scored with ``detect_eval``'s own ``match``, ``score``,
    ``inked`` (the ignore rule) and ``overall``: micro and mean per-form F1, precision,
-   recall, class-aware F1, checkbox+radio recall and seconds per page.
+   recall, class-aware F1, checkbox+radio recall and seconds per page, each comb-equivalent
+   (``comb_score``: a comb and a row of one-character boxes score alike) with the
+   plain figure beside it.
 
 On the training corpus each form is reported in the cross-validation fold
 ``train_detector.folds()`` gives it over the whole corpus (versions of one form stay in one
@@ -57,11 +59,14 @@ if str(REPO_ROOT) not in sys.path:
 from benchmarks import ffdnet_detect  # noqa: E402
 from benchmarks.detect_eval import (  # noqa: E402
     CLASSES,
+    COMB_NOTE,
     DEFAULT_CACHE,
     IOU_MIN,
     WidgetBox,
+    _count,
     _fmt,
     _short,
+    comb_figures,
     detection_figures,
     flat_copy,
     form_truth,
@@ -335,23 +340,26 @@ def by_fold(summaries: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any
 
 
 def print_forms(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
-    """One line per form, as ``detect_eval``'s table (fold last on the training corpus)."""
+    """One line per form, as ``detect_eval``'s table (fold last on the training corpus):
+    comb-equivalent figures, the plain F1 beside."""
     folds = any(s.get("fold") is not None for s in summaries)
     head = (
         f"{'form':<44} {'pg':>3} {'gt':>5} {'det':>5} {'tp':>5} {'P':>6} {'R':>6} {'F1':>6} "
-        f"{'cF1':>6} {'btnR':>6} {'s/pg':>7}" + (f" {'fold':>4}" if folds else "")
+        f"{'plF1':>6} {'cF1':>6} {'btnR':>6} {'s/pg':>7}" + (f" {'fold':>4}" if folds else "")
     )
-    print(f"\n{MODE}", file=out)
+    print(f"\n{MODE} ({COMB_NOTE})", file=out)
     print(head, file=out)
     print("-" * len(head), file=out)
     for s in summaries:
         row = s["modes"][MODE]
+        c = comb_figures(row)
         fold = f" {s['fold'] + 1:>4}" if folds and s.get("fold") is not None else ""
         print(
-            f"{_short(s['form'], 44):<44} {s['pages']:>3} {row['n_gt']:>5} {row['n_det']:>5} "
-            f"{row['tp']:>5} {_fmt(row['precision']):>6} {_fmt(row['recall']):>6} "
-            f"{_fmt(row['f1']):>6} {_fmt(row['class_f1']):>6} {_fmt(row['button_recall']):>6} "
-            f"{_fmt(row['s_per_page'], 2):>7}{fold}",
+            f"{_short(s['form'], 44):<44} {s['pages']:>3} {_count(c.get('n_gt')):>5} "
+            f"{_count(c.get('n_det')):>5} {_count(c.get('tp')):>5} "
+            f"{_fmt(c.get('precision')):>6} {_fmt(c.get('recall')):>6} {_fmt(c.get('f1')):>6} "
+            f"{_fmt(row['f1']):>6} {_fmt(c.get('class_f1')):>6} "
+            f"{_fmt(c.get('button_recall')):>6} {_fmt(row['s_per_page'], 2):>7}{fold}",
             file=out,
         )
         if row["error"]:
@@ -361,20 +369,26 @@ def print_forms(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
 def print_folds(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
     """One line per cross-validation test fold and one for all of them."""
     head = (
-        f"{'fold':<6} {'forms':>5} {'pages':>5} {'gt':>6} {'det':>6} {'F1':>6} {'P':>6} "
-        f"{'R':>6} {'mF1':>6} {'cF1':>6} {'btnR':>6} {'s/pg':>6}"
+        f"{'fold':<6} {'forms':>5} {'pages':>5} {'gt':>6} {'det':>6} {'F1':>6} {'plF1':>6} "
+        f"{'P':>6} {'R':>6} {'mF1':>6} {'cF1':>6} {'btnR':>6} {'s/pg':>6}"
     )
-    print("\nPer cross-validation test fold (train_detector.folds(), whole corpus)", file=out)
+    print(
+        "\nPer cross-validation test fold (train_detector.folds(), whole corpus; a comb as "
+        "its cells, plF1 plain)",
+        file=out,
+    )
     print(head, file=out)
     print("-" * len(head), file=out)
     scopes = [(str(k + 1), rows) for k, rows in by_fold(summaries).items()]
     for name, rows in [*scopes, ("all", list(summaries))]:
         f = totals(rows)
+        c = comb_figures(f)
         print(
-            f"{name:<6} {f['forms']:>5} {f['pages']:>5} {f['n_gt']:>6} {f['n_det']:>6} "
-            f"{_fmt(f['f1']):>6} {_fmt(f['precision']):>6} {_fmt(f['recall']):>6} "
-            f"{_fmt(f['mean_form_f1']):>6} {_fmt(f['class_f1']):>6} "
-            f"{_fmt(f['button_recall']):>6} {_fmt(f['median_s_per_page'], 2):>6}",
+            f"{name:<6} {f['forms']:>5} {f['pages']:>5} {_count(c.get('n_gt')):>6} "
+            f"{_count(c.get('n_det')):>6} {_fmt(c.get('f1')):>6} {_fmt(f['f1']):>6} "
+            f"{_fmt(c.get('precision')):>6} {_fmt(c.get('recall')):>6} "
+            f"{_fmt(c.get('mean_form_f1')):>6} {_fmt(c.get('class_f1')):>6} "
+            f"{_fmt(c.get('button_recall')):>6} {_fmt(f['median_s_per_page'], 2):>6}",
             file=out,
         )
 
@@ -390,25 +404,38 @@ def print_overall(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
         file=out,
     )
 
-    def line(label: str, value: str) -> None:
-        print(f"  {label:<38}{value:>10}", file=out)
+    c = comb_figures(f)
+    print(f"  figures: {COMB_NOTE} (in brackets)", file=out)
 
-    line("detected widgets", str(f["n_det"]))
-    line(f"matched (IoU >= {IOU_MIN})", str(f["tp"]))
-    line("precision", _fmt(f["precision"]))
-    line("recall", _fmt(f["recall"]))
-    line("micro F1", _fmt(f["f1"]))
-    line("mean per-form F1", _fmt(f["mean_form_f1"]))
-    line("class-aware F1", _fmt(f["class_f1"]))
+    def line(label: str, value: str) -> None:
+        print(f"  {label:<38}{value:>22}", file=out)
+
+    def both(key: str, digits: int = 3) -> str:
+        def text(figures: dict[str, Any]) -> str:
+            value = figures.get(key)
+            return _fmt(value, digits) if isinstance(value, float) else _count(value)
+
+        return f"{text(c)} ({text(f)})"
+
+    line("ground-truth widgets / cells", both("n_gt"))
+    line("detected widgets", both("n_det"))
+    line(f"matched (IoU >= {IOU_MIN})", both("tp"))
+    line("precision", both("precision"))
+    line("recall", both("recall"))
+    line("micro F1", both("f1"))
+    line("mean per-form F1", both("mean_form_f1"))
+    line("class-aware F1", both("class_f1"))
     print("  recall by ground-truth class: found / found with a class of its group", file=out)
     for cls in CLASSES:
         counts = f["by_class"].get(cls)
         if counts and counts["n"]:
+            cells = c.get("by_class", {}).get(cls, {})
             line(
                 f"  {cls} (n={counts['n']})",
-                f"{_fmt(counts['recall'], 2)}/{_fmt(counts['class_recall'], 2)}",
+                f"{_fmt(cells.get('recall'), 2)}/{_fmt(cells.get('class_recall'), 2)} "
+                f"({_fmt(counts['recall'], 2)}/{_fmt(counts['class_recall'], 2)})",
             )
-    line("checkbox+radio recall (group)", _fmt(f["button_recall"]))
+    line("checkbox+radio recall (group)", both("button_recall"))
     line("forms without detections (errors)", str(f["errors"]))
     line("median s/page", _fmt(f["median_s_per_page"], 3))
     line("mean s/page (all seconds / all pages)", _fmt(f["mean_s_per_page"], 3))
@@ -514,16 +541,19 @@ def compare(
         )
     if not pairs:
         return 0
+    # (column, key, digits, comb-equivalent): the plain F1 beside the comb-equivalent one
     metrics = [
-        ("F1", "f1", 3),
-        ("P", "precision", 3),
-        ("R", "recall", 3),
-        ("mF1", "mean_form_f1", 3),
-        ("cF1", "class_f1", 3),
-        ("btnR", "button_recall", 3),
-        ("s/pg", "median_s_per_page", 2),
+        ("F1", "f1", 3, True),
+        ("plF1", "f1", 3, False),
+        ("P", "precision", 3, True),
+        ("R", "recall", 3, True),
+        ("mF1", "mean_form_f1", 3, True),
+        ("cF1", "class_f1", 3, True),
+        ("btnR", "button_recall", 3, True),
+        ("s/pg", "median_s_per_page", 2, False),
     ]
-    head = f"{'scope':<6} {'forms':>5} {'gt':>6}" + "".join(f" {m:>13}" for m, _, _ in metrics)
+    print("  comb-equivalent figures (plF1: plain F1, a comb as one widget)", file=out)
+    head = f"{'scope':<6} {'forms':>5} {'gt':>6}" + "".join(f" {m:>13}" for m, *_ in metrics)
     print(head, file=out)
     print("-" * len(head), file=out)
     folds: dict[int, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
@@ -534,8 +564,13 @@ def compare(
     for name, rows in [*scopes, ("all", pairs)]:
         a = totals([r[0] for r in rows], anchor_mode)
         b = totals([r[1] for r in rows], mode)
+
+        def value(figures: dict[str, Any], key: str, cells: bool) -> float | None:
+            return (comb_figures(figures) if cells else figures).get(key)
+
         cells = "".join(
-            f" {_fmt(a[key], digits):>6}/{_fmt(b[key], digits):<6}" for _, key, digits in metrics
+            f" {_fmt(value(a, key, comb), digits):>6}/{_fmt(value(b, key, comb), digits):<6}"
+            for _, key, digits, comb in metrics
         )
         print(f"{name:<6} {len(rows):>5} {a['n_gt']:>6}{cells}".rstrip(), file=out)
     return len(pairs)

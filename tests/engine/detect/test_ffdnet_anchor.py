@@ -19,7 +19,7 @@ from pypdf import PdfWriter
 from pypdf.generic import ArrayObject, DecodedStreamObject, FloatObject, NameObject
 
 from benchmarks import ffdnet_anchor, ffdnet_detect
-from benchmarks.detect_eval import GROUP, flat_copy, ground_truth, sha256
+from benchmarks.detect_eval import COMB_KEY, GROUP, flat_copy, ground_truth, sha256
 from kits.formkit import sample_form
 
 
@@ -148,6 +148,11 @@ def test_cached_detections_are_scored_by_detect_eval(corpus: Path, tmp_path: Pat
     assert row["recall"] == pytest.approx(counts["found"] / counts["gt"])
     assert row["s_per_page"] == 3.0
     assert data["overall"]["f1"] == row["f1"]
+    # comb-equivalent: the sample's 5-cell ZIP comb, found as one text box, is matched whole
+    cells = row[COMB_KEY]
+    found = (cells["n_gt"], cells["n_det"], cells["tp"])
+    assert found == (counts["gt"], counts["found"], row["tp"])
+    assert data["overall"][COMB_KEY]["f1"] == cells["f1"] == row["f1"]
 
     out = io.StringIO()
     ours = json.loads(report.read_text())["forms"]
