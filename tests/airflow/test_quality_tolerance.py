@@ -75,6 +75,25 @@ def test_the_tolerance_counts_rows_across_slices(form: Template, tmp_path: Path)
         assert "unexpected_index_list" not in outcome["result"]
 
 
+def test_more_bad_rows_than_a_sample_holds_are_all_counted(form: Template, tmp_path: Path) -> None:
+    """A failure samples SAMPLE_SIZE rows; past that, the rows are listed in full to be
+    counted, and the results keep their samples only."""
+    from fillpdf_provider.quality.context import SAMPLE_SIZE
+
+    with (INCLUDE / "sample_rows.csv").open(encoding="utf-8", newline="") as handle:
+        row = next(csv.DictReader(handle))
+    bad = SAMPLE_SIZE + 7
+    rows = [{**row, "newsletter": "maybe" if n < bad else "yes"} for n in range(bad + 5)]
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    report = input_rows_check(path, form, max_failed_rows=bad)
+    assert (report.bad_rows, report.success) == (bad, True)
+    assert not input_rows_check(path, form, max_failed_rows=bad - 1).success
+    for outcome in report.results["results"]:
+        assert "unexpected_index_list" not in outcome["result"]
+        assert len(outcome["result"].get("partial_unexpected_index_list") or []) <= SAMPLE_SIZE
+
+
 def test_a_missing_column_is_never_tolerated(form: Template, tmp_path: Path) -> None:
     report = input_rows_check(bad_rows(tmp_path, drop="email"), form, max_failed_rows=100)
     assert not report.success

@@ -131,7 +131,9 @@ def input_rows_check(
                     mapped=set(mapping or ()), unchecked_dates=unread,
                 )  # fmt: skip
             gx_started = time.perf_counter()
-            result = validate("input", frame, suite, row_column, every_row=counting)
+            result = validate("input", frame, suite, row_column)
+            if counting and _samples_cut_short(result):  # every failing row, to count them
+                result = validate("input", frame, suite, row_column, every_row=True)
             gx_seconds += time.perf_counter() - gx_started
         bad_rows |= _failing_rows(result, row_column)
         _keep_written(result, piece, total, row_column, cells)
@@ -167,13 +169,28 @@ def tolerate(report: QualityReport, bad_rows: int, allowed: int) -> None:
         report.success = True
 
 
+def _samples_cut_short(result: dict[str, Any]) -> bool:
+    """Whether a failed outcome has more failing rows than its samples list: only then does
+    counting the rows need ``validate(every_row=True)``."""
+    for outcome in result.get("results", []):
+        part = outcome.get("result") or {}
+        listed = len(part.get("partial_unexpected_index_list") or [])
+        if not outcome.get("success") and (part.get("unexpected_count") or 0) > listed:
+            return True
+    return False
+
+
 def _failing_rows(result: dict[str, Any], row_column: str) -> set[int]:
-    """The ids of the rows each failed outcome lists in full (``validate(every_row=True)``);
-    the full lists leave the result, which keeps only its samples."""
+    """The ids of the rows each failed outcome lists: in full where ``validate(every_row=
+    True)`` listed them (those lists then leave the result, which keeps only its samples),
+    else its samples, which ``_samples_cut_short`` found to be all of them."""
     rows: set[int] = set()
     for outcome in result.get("results", []):
         part = outcome.get("result") or {}
-        for sample in part.pop("unexpected_index_list", None) or []:
+        listed = part.pop("unexpected_index_list", None)
+        if listed is None:
+            listed = part.get("partial_unexpected_index_list")
+        for sample in listed or []:
             if isinstance(sample, dict) and sample.get(row_column) is not None:
                 rows.add(int(sample[row_column]))
         part.pop("unexpected_list", None)
