@@ -97,7 +97,7 @@ class Pool:
     features: np.ndarray  # one row of ``features.FEATURES`` per candidate
     labels: list[str | None]  # each candidate's label
     label_index: LabelIndex
-    vetoed: np.ndarray  # never kept, whatever the score (see ``vetoed``)
+    vetoed: np.ndarray  # what the rules never keep (see ``vetoed``); the scorer weighs it
 
 
 def page_pool(geo: PageGeometry, *, complete: bool) -> Pool | None:
@@ -126,12 +126,11 @@ def _scored_page_fields(
     candidates = pool.candidates
     if not candidates:
         return []
-    probability = scorer.probability(pool.features)
-    confidence = scorer.calibrated(probability)
     boxes = np.array([c.box for c in candidates], dtype=np.float64)
     buttons = np.array([c.kind in ("checkbox", "radio") for c in candidates])
-    floor = scorer.keep_thresholds(pool.features, buttons)
-    floor[pool.vetoed] = np.inf
+    probability = scorer.score(pool.features, boxes, buttons, pool.vetoed)
+    confidence = scorer.calibrated(probability)
+    floor = scorer.keep_thresholds(pool.features, buttons, pool.vetoed)
     kept = choose(boxes, buttons, probability, floor)
     if len(kept) > MAX_FIELDS_PER_PAGE:
         kept = kept[:MAX_FIELDS_PER_PAGE]

@@ -108,6 +108,8 @@ class PageGeometry:
     # print their tick boxes that way, with codes that differ from font to font.
     symbol_marks: list[Box] = field(default_factory=list)
     dot_runs: list[tuple[Box, float]] = field(default_factory=list)  # dot leaders, font size
+    # Small closed curves wider than tall: ovals some forms print as tick boxes.
+    ovals: list[Box] = field(default_factory=list)
 
     @property
     def object_count(self) -> int:
@@ -229,6 +231,18 @@ def _read_curve(geo: PageGeometry, obj: PdfObject) -> None:
     _add_slanted_strokes(geo, points)
     if _straight_box(points, width, height):
         _add_edges(geo, (x0, top, x1, bottom))
+    elif _oval(obj, width, height, points):
+        geo.ovals.append((x0, top, x1, bottom))
+
+
+def _oval(obj: PdfObject, width: float, height: float, points: list[Point]) -> bool:
+    """A small open-faced curve wider than tall: the shape of a tick box on some forms."""
+    return (
+        4.0 <= height <= 12.0
+        and 1.3 * height <= width <= 3.0 * height
+        and len(points) >= 8
+        and not _solid_mark(obj)
+    )
 
 
 def _add_slanted_strokes(geo: PageGeometry, points: list[Point]) -> None:

@@ -3,7 +3,9 @@ of which candidates become fields.
 
 The trees predict how well a candidate fits a field (its IoU with the field a person made);
 the likeliest fits are kept, none on top of a likelier one, and the score is mapped to a
-calibrated confidence.
+calibrated confidence. A second set of trees, where the model has one, scores each candidate
+again with its neighbours' first scores beside its own features (``context``): readings that
+compete for one spot, and rows of equal boxes, are then weighed together.
 
 The model is a JSON file of plain trees (``engine/data/detector.json``), evaluated here with
 numpy, so converting needs no machine-learning library and loads in milliseconds.
@@ -13,13 +15,14 @@ numpy, so converting needs no machine-learning library and loads in milliseconds
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from fillpdf_provider.engine.detect.context import CONTEXT_FEATURES, context_features
 from fillpdf_provider.engine.detect.features import FEATURES, INDEX
 
 #: The keep thresholds: text or button, times a candidate the rules keep or one they don't.
@@ -51,6 +54,17 @@ class Model:
     thresholds: dict[str, float]
     calibration: tuple[tuple[float, float], ...]  # (raw score, calibrated) knots
     output: str = "logistic"  # "identity": the trees predict a score in [0, 1] directly
+    second: Model | None = None  # trees over FEATURES + CONTEXT_FEATURES
+
+    def score(
+        self, x: np.ndarray, boxes: np.ndarray, is_button: np.ndarray, vetoed: np.ndarray
+    ) -> np.ndarray:
+        """Each candidate's score on one page: the second stage's where the model has one."""
+        first = self.probability(x)
+        if self.second is None or len(first) == 0:
+            return first
+        context = context_features(boxes, first, is_button, vetoed)
+        return self.second.probability(np.hstack([np.asarray(x, dtype=np.float32), context]))
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         """The model's score for each row, from 0 (no field) to 1 (before calibration)."""
@@ -69,9 +83,18 @@ class Model:
         logistic: np.ndarray = 1.0 / (1.0 + np.exp(-raw))
         return logistic
 
-    def keep_thresholds(self, x: np.ndarray, is_button: np.ndarray) -> np.ndarray:
-        """Each candidate's keep threshold, by its kind and whether the rules keep it."""
-        return keep_thresholds(x, is_button, self.thresholds)
+    def keep_thresholds(
+        self, x: np.ndarray, is_button: np.ndarray, vetoed: np.ndarray
+    ) -> np.ndarray:
+        """Each candidate's keep threshold, by its kind and whether the rules keep it.
+
+        What the rules veto is never kept by a first stage alone; a second stage has read the
+        veto as a feature and decides.
+        """
+        floor = keep_thresholds(x, is_button, self.thresholds)
+        if self.second is None:
+            floor[np.asarray(vetoed, dtype=bool)] = np.inf
+        return floor
 
     def calibrated(self, probability: np.ndarray) -> np.ndarray:
         """Probabilities mapped so that of fields at 0.9 about 90% are right."""
@@ -85,6 +108,16 @@ class Model:
 
 def model_from_dict(data: dict[str, Any]) -> Model:
     """Build a ``Model`` from the JSON layout written by the trainer."""
+    second = data.get("second")
+    return replace(
+        _trees(data, FEATURES),
+        thresholds={key: float(data["thresholds"][key]) for key in THRESHOLD_KEYS},
+        calibration=tuple((float(a), float(b)) for a, b in data.get("calibration", ())),
+        second=_trees(second, FEATURES + CONTEXT_FEATURES) if second else None,
+    )
+
+
+def _trees(data: dict[str, Any], expected: tuple[str, ...]) -> Model:
     trees = data["trees"]
     feature: list[int] = []
     threshold: list[float] = []
@@ -107,7 +140,7 @@ def model_from_dict(data: dict[str, Any]) -> Model:
                 left[at] += base
                 right[at] += base
     names = tuple(data["features"])
-    if names != FEATURES:
+    if names != expected:
         raise ValueError(
             "The detector model was trained on other features than this code computes; "
             "rebuild it with `make train-detector`."
@@ -121,8 +154,8 @@ def model_from_dict(data: dict[str, Any]) -> Model:
         roots=np.array(roots, dtype=np.int32),
         depth=int(data["max_depth"]),
         learning_rate=float(data["learning_rate"]),
-        thresholds={key: float(data["thresholds"][key]) for key in THRESHOLD_KEYS},
-        calibration=tuple((float(a), float(b)) for a, b in data.get("calibration", ())),
+        thresholds={},
+        calibration=(),
         output=str(data.get("output", "logistic")),
     )
 
@@ -169,11 +202,11 @@ def choose(
     ``threshold`` is one number or one per candidate.
     """
     floor = np.broadcast_to(np.asarray(threshold, dtype=np.float64), np.shape(scores))
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    above = np.flatnonzero(np.asarray(scores) >= floor)
+    # likeliest first, ties by position (a stable sort of the candidates above their floor)
+    order = above[np.argsort(-np.asarray(scores)[above], kind="stable")]
     kept: list[int] = []
-    for i in order:
-        if scores[i] < floor[i]:
-            continue
+    for i in order.tolist():
         if kept and _collides(boxes[i], bool(is_button[i]), boxes[kept], is_button[kept]):
             continue
         kept.append(i)

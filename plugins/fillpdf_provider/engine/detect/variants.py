@@ -8,6 +8,7 @@ other plausible boxes, and the scorer keeps the likeliest of those that overlap.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from fillpdf_provider.engine.detect.fields import Candidate, CharIndex, SegmentIndex, gaps
@@ -27,6 +28,9 @@ VARIANTS = (
     "symbol-glyph",
     "widest-gap",
     "blank-tall",
+    "square-in-box",
+    "brackets",
+    "oval",
 )
 MIN_BLANK = 24.0
 _SQUARE_CUES = ("square", "circle", "cell", "answer-cell")
@@ -41,7 +45,58 @@ def with_variants(geo: PageGeometry, pool: list[Candidate]) -> list[Candidate]:
     extra.extend(_blanks_after_labels(geo, chars))
     extra.extend(_symbol_marks(geo))
     extra.extend(_dot_leaders(geo))
+    extra.extend(_squares_in_wide_boxes(geo, chars))
+    extra.extend(_bracket_pairs(geo))
+    extra.extend(Candidate("checkbox", box, "circle", 0.5, variant="oval") for box in geo.ovals)
     return pool + extra
+
+
+def _squares_in_wide_boxes(geo: PageGeometry, chars: CharIndex) -> list[Candidate]:
+    """An empty box about twice as wide as tall may be a tick box whose widget is the square
+    in its middle (court forms draw them so), or a short text entry: both readings."""
+    found = []
+    for box in geo.rect_boxes:
+        x0, top, x1, bottom = box
+        width, height = x1 - x0, bottom - top
+        if not (5.0 <= height <= 14.0 and 1.4 * height <= width <= 2.6 * height):
+            continue
+        if chars.inside(box, 0.5):
+            continue
+        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
+        for side in (height, 1.2 * height):
+            square = (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2)
+            found.append(Candidate("checkbox", square, "square", 0.5, variant="square-in-box"))
+    return found
+
+
+_OPENING = ("[", "(")
+_CLOSING = {"[": "]", "(": ")"}
+
+
+def _bracket_pairs(geo: PageGeometry) -> list[Candidate]:
+    """A bracket pair with only blank between, "[  ]", is a tick box printed as text."""
+    found = []
+    for line in geo.lines:
+        words = sorted(line.words, key=lambda w: w.x0)
+        for left, right in itertools.pairwise(words):
+            if not (
+                left.text.endswith(_OPENING) and right.text.startswith(_CLOSING[left.text[-1]])
+            ):
+                continue
+            gap = right.x0 - left.x1
+            size = max(left.size, right.size)
+            if not (0.2 * size <= gap <= 2.5 * size):
+                continue
+            x0 = left.x1 - 0.5 * min(left.x1 - left.x0, size)
+            x1 = right.x0 + 0.5 * min(right.x1 - right.x0, size)
+            top, bottom = min(left.top, right.top), max(left.bottom, right.bottom)
+            cx, cy, side = (x0 + x1) / 2, (top + bottom) / 2, bottom - top
+            for box in (
+                (x0, top, x1, bottom),
+                (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2),
+            ):
+                found.append(Candidate("checkbox", box, "square", 0.5, variant="brackets"))
+    return found
 
 
 def _dot_leaders(geo: PageGeometry) -> list[Candidate]:
@@ -63,11 +118,14 @@ def _symbol_marks(geo: PageGeometry) -> list[Candidate]:
         if not (4.0 <= width <= 20.0 and 4.0 <= height <= 20.0):
             continue
         # A glyph's advance is wider than the box it draws: squares of its height as well.
-        cy = (top + bottom) / 2
+        cx, cy = (x0 + x1) / 2, (top + bottom) / 2
         for box in (
             (x0, top, x1, bottom),
             (x0, top, x0 + height, bottom),
             (x0 + 0.1 * height, cy - 0.4 * height, x0 + 0.9 * height, cy + 0.4 * height),
+            # a widget larger than the glyph, centred on it
+            (cx - 0.5 * height, top, cx + 0.5 * height, bottom),
+            (cx - 0.65 * height, cy - 0.65 * height, cx + 0.65 * height, cy + 0.65 * height),
         ):
             cand = Candidate("checkbox", box, "square", 0.5, variant="symbol-glyph")
             cand.flags.add("symbol_glyph")
