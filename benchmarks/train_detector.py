@@ -321,21 +321,24 @@ def fit_matrix(x: np.ndarray, y: np.ndarray) -> Any:
     return model
 
 
-def _fit_job(xy: tuple[np.ndarray, np.ndarray]) -> dict:
-    return to_dict(fit_matrix(*xy), 0.5, [])
+#: What one fit needs: the candidates, their targets, and whether the trees are a second stage.
+FitTask = tuple[np.ndarray, np.ndarray, bool]
 
 
-def _fit_second_job(xy: tuple[np.ndarray, np.ndarray]) -> dict:
-    return trees_dict(fit_matrix(*xy), FEATURES + CONTEXT_FEATURES)
+def _fit_job(task: FitTask) -> dict:
+    """A first stage as a model file (keep threshold 0.5, no calibration), or a second
+    stage's trees (``trees_dict``)."""
+    x, y, second = task
+    fitted = fit_matrix(x, y)
+    return trees_dict(fitted, FEATURES + CONTEXT_FEATURES) if second else to_dict(fitted, 0.5, [])
 
 
-def fit_all(tasks: list[tuple[np.ndarray, np.ndarray]], jobs: int, second: bool = False) -> list:
-    """Models for these matrices, ``jobs`` at a time, as plain dicts."""
-    job = _fit_second_job if second else _fit_job
+def fit_all(tasks: list[FitTask], jobs: int) -> list[dict]:
+    """Models for these tasks, ``jobs`` at a time, as plain dicts."""
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs, initializer=_one_thread) as pool:
-            return list(pool.map(job, tasks))
-    return [job(t) for t in tasks]
+            return list(pool.map(_fit_job, tasks))
+    return [_fit_job(t) for t in tasks]
 
 
 def _one_thread() -> None:
@@ -535,7 +538,7 @@ def cross_validate(
         [f for f, i in zip(forms, fold, strict=True) if i != k and f.group in kept]
         for k in range(FOLDS)
     ]
-    fitted = fit_all([training_matrix(t) for t in training], jobs)
+    fitted = fit_all([(*training_matrix(t), False) for t in training], jobs)
     oof_models = [model_from_dict(d) for d in fitted]
     for k in range(FOLDS):
         out.append(f"fold {k + 1}: trained on {len(training[k])} forms")
@@ -619,9 +622,12 @@ def second_stages(
         pairs = list(itertools.combinations(range(FOLDS), 2))
         pair_fitted = fit_all(
             [
-                training_matrix(
-                    [f for f, i in zip(forms, fold, strict=True)
-                     if i not in pair and f.group in kept]
+                (
+                    *training_matrix(
+                        [f for f, i in zip(forms, fold, strict=True)
+                         if i not in pair and f.group in kept]
+                    ),
+                    False,
                 )
                 for pair in pairs
             ],
@@ -639,8 +645,8 @@ def second_stages(
     tasks = []
     for k in range(FOLDS):
         rows = [second_features(forms[at], scores(at, i, k)) for at, i in chosen[k]]
-        tasks.append(training_matrix([forms[at] for at, _ in chosen[k]], rows))
-    return fit_all(tasks, jobs, second=True)
+        tasks.append((*training_matrix([forms[at] for at, _ in chosen[k]], rows), True))
+    return fit_all(tasks, jobs)
 
 
 def fit_final(
@@ -649,15 +655,12 @@ def fit_final(
     """The shipped model: the first stage on every form and, where there is one, the second
     on every form as the first stage of the fold that never saw it scores it (both at once)."""
     if not second_stage:
-        return fit_all([training_matrix(forms)], jobs)[0]
+        return _fit_job((*training_matrix(forms), False))
     rows = [second_features(f, scores) for f, scores in zip(forms, first, strict=True)]
-    tasks = [training_matrix(forms), training_matrix(forms, rows)]
-    if jobs > 1:
-        with ProcessPoolExecutor(2, initializer=_one_thread) as pool:
-            one = pool.submit(_fit_job, tasks[0])
-            two = pool.submit(_fit_second_job, tasks[1])
-            return {**one.result(), "second": two.result()}
-    return {**_fit_job(tasks[0]), "second": _fit_second_job(tasks[1])}
+    one, two = fit_all(
+        [(*training_matrix(forms), False), (*training_matrix(forms, rows), True)], jobs
+    )
+    return {**one, "second": two}
 
 
 def _summed(scores: Iterable[Score]) -> tuple[Score, list[float]]:
@@ -923,9 +926,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch.replace(args.model)
     digest = hashlib.sha256(text.encode()).hexdigest()
     out.append("")
-    out.append(
-        f"model written: {args.model.relative_to(REPO_ROOT)} ({len(text)} bytes, sha256 {digest})"
-    )
+    out.append(f"model written: {_shown(args.model)} ({len(text)} bytes, sha256 {digest})")
     model_s, import_s = load_seconds()
     out.append(
         f"model loads in {model_s:.3f} s in a fresh process (after {import_s:.3f} s importing "
@@ -935,6 +936,12 @@ def main(argv: list[str] | None = None) -> int:
     args.results.write_text("\n".join(out) + "\n")
     print("\n".join(out[-2:]))
     return 0
+
+
+def _shown(path: Path) -> str:
+    """A path as the results file names it: from the repository root where it lies inside."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
 
 
 def learning_curve(forms: list[FormData], head: list[str], jobs: int, path: Path) -> int:

@@ -236,7 +236,8 @@ def _read_curve(geo: PageGeometry, obj: PdfObject) -> None:
 
 
 def _oval(obj: PdfObject, width: float, height: float, points: list[Point]) -> bool:
-    """A small open-faced curve wider than tall: the shape of a tick box on some forms."""
+    """A small outlined curve, not straight-sided, wider than tall and not solid ink: the oval
+    tick box some forms print (straight sides and round ends take eight points or more)."""
     return (
         4.0 <= height <= 12.0
         and 1.3 * height <= width <= 3.0 * height

@@ -74,7 +74,8 @@ _CLOSING = {"[": "]", "(": ")"}
 
 
 def _bracket_pairs(geo: PageGeometry) -> list[Candidate]:
-    """A bracket pair with only blank between, "[  ]", is a tick box printed as text."""
+    """A bracket pair with only blank between, "[  ]" or "(  )", is a tick box printed as
+    text."""
     found = []
     for line in geo.lines:
         words = sorted(line.words, key=lambda w: w.x0)
