@@ -28,6 +28,12 @@ LEADING = 1.15
 #: cap height of 0.718): fonts' ascents leave it out, so a box sized by them clips it.
 ACCENT_RISE = 0.215
 OVERFLOW_POLICIES = ("error", "shrink", "truncate")
+#: Bounds on any font's glyphs, in em, from which a box's room bounds a value's length
+#: before any layout: no visible character is narrower than ``NARROWEST_EM`` (a hair
+#: space), no line of ink taller than ``TALLEST_EM``, no character wider than ``WIDEST_EM``.
+NARROWEST_EM = 0.1
+TALLEST_EM = 2.0
+WIDEST_EM = 2.0
 HIGHLIGHT = b"0.6 0.75 0.86 rg"
 
 
@@ -300,6 +306,32 @@ class TextTooLong(ValueError):
     """A value that cannot be shown in its box even at the smallest size."""
 
 
+def most_chars(box: Box, da_size: float, fit: Fit, *, multiline: bool, least: int = 1) -> int:
+    """The most visible (not blank) characters a value can have and still be shown in
+    ``box`` at or above ``fit``'s smallest size, whatever the font.
+
+    An upper bound from the box's room and the bounds on glyphs above, so a value with more
+    is refused before any layout, in time linear in its length: laying out a long value
+    takes many wraps, counting its characters one pass. ``least`` as in ``text_stream``.
+    """
+    smallest = min(
+        fit.min_size,
+        da_size if da_size > 0 else fit.min_size,
+        max(SMALLEST, (box.height - 2 * max(1.0, box.border)) / TALLEST_EM),
+        max(SMALLEST, (box.width - 2 * box.padding) / WIDEST_EM),
+    )
+    per_line = max(1, math.floor((box.width - 2 * box.padding) / (smallest * NARROWEST_EM)))
+    lines = 1
+    if multiline:
+        lines = max(1, math.floor((box.height - 2 * box.padding) / (smallest * LEADING)) + 1)
+    return max(per_line * lines, least)
+
+
+def visible_chars(text: str) -> int:
+    """The characters of ``text`` that ``most_chars`` counts: all but blanks."""
+    return len(text) - sum(map(text.count, (" ", "\n", "\r", "\t")))
+
+
 def _cut_to_width(text: str, font: Font, size: float, room: float) -> str:
     """The longest start of ``text`` that fits ``room`` at ``size``."""
     keep = _fitting_prefix(text, font, size, room, _width_cache(font))
@@ -328,25 +360,41 @@ def wrap(text: str, font: Font, size: float, room: float) -> list[str]:
     wider than the line is cut. Linear in the text's length, however long its words."""
     lines: list[str] = []
     cache = _width_cache(font)
+    space = _char_width(font, " ", cache)
+    sure = room - _SURE_PT  # a line whose summed widths stay under this fits, however summed
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     for paragraph in text.split("\n"):
-        line = ""
+        line, width = "", 0.0  # the line so far and its width at 1 pt, summed as it grows
         for word in paragraph.split(" "):
+            word_width = _summed_width(font, word, cache)
             if line:
                 candidate = f"{line} {word}"
-                if _measure(font, candidate) * size <= room:
-                    line = candidate  # it fits: nothing to cut
+                grown = width + space + word_width
+                # The running sum decides where it is clear; near the edge (once a line,
+                # about) the whole line is measured, so breaks are exactly Font.width's.
+                if grown * size <= sure or _measure(font, candidate) * size <= room:
+                    line, width = candidate, grown  # it fits: nothing to cut
                     continue
                 lines.append(line)
-            line = word
+            line, width = word, word_width
             while len(line) > 1:
                 cut = _fitting_prefix(line, font, size, room, cache)
                 if cut == len(line):
                     break
                 lines.append(line[:cut])
                 line = line[cut:]
+                width = _summed_width(font, line, cache)
         lines.append(line)
     return lines
+
+
+#: Points by which a running sum of widths may differ from ``Font.width``'s sum of the same
+#: widths (rounding only: billions of times a float's error over any line's length).
+_SURE_PT = 1e-6
+
+
+def _summed_width(font: Font, text: str, cache: dict[str, float]) -> float:
+    return sum(_char_width(font, char, cache) for char in text)
 
 
 def _fitting_prefix(
@@ -559,19 +607,29 @@ def _fitted_lines(
         if fit.policy == "error":
             raise TextTooLong(room.too_much(text, floor))
         return _cut_lines(room, text, font, _cut_size(fit, start, floor))
-    size = start
-    while True:
-        if size > floor and room.cannot_fit(size):
-            size = _smaller(size, floor)
-            continue
-        lines = wrap(text, font, size, room.width)
-        if len(lines) <= room.hold(size):
-            return size, lines, False
-        if size <= floor:
-            if fit.policy == "error":
-                raise TextTooLong(room.too_many_lines(text, len(lines), floor))
-            return _cut_lines(room, text, font, _cut_size(fit, start, floor))
-        size = _smaller(size, floor)
+    sizes = [start]
+    while sizes[-1] > floor:
+        sizes.append(_smaller(sizes[-1], floor))
+    sizes = [size for size in sizes[:-1] if not room.cannot_fit(size)] + sizes[-1:]
+    laid: dict[float, list[str]] = {}
+
+    def fits(size: float) -> bool:
+        laid[size] = wrap(text, font, size, room.width)
+        return len(laid[size]) <= room.hold(size)
+
+    if fits(sizes[0]):  # most text fits at its first size: one wrap
+        return sizes[0], laid[sizes[0]], False
+    if not fits(sizes[-1]):
+        if fit.policy == "error":
+            raise TextTooLong(room.too_many_lines(text, len(laid[sizes[-1]]), floor))
+        return _cut_lines(room, text, font, _cut_size(fit, start, floor))
+    # The largest size that fits, halving the sizes left: a smaller size never takes more
+    # lines (each line holds as much or more) and the box holds as many or more.
+    low, high = 0, len(sizes) - 1  # sizes[low] does not fit, sizes[high] does
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(sizes[middle]) else (middle, high)
+    return sizes[high], laid[sizes[high]], False
 
 
 def _smaller(size: float, floor: float) -> float:

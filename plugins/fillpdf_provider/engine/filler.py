@@ -31,7 +31,9 @@ from fillpdf_provider.engine.appearance import (
     check_stream,
     form_xobject,
     listbox_stream,
+    most_chars,
     text_stream,
+    visible_chars,
     widget_box,
 )
 from fillpdf_provider.engine.coerce import button_value
@@ -60,6 +62,8 @@ from fillpdf_provider.engine.schema import Field
 from fillpdf_provider.engine.source import PdfInput, open_pdf, reading_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
+#: Kinds whose values are bounded by their box's room (a choice shows the form's options).
+_ROOM_KINDS = ("text", "date", "signature")
 #: Kinds whose value is one of a set (a tick, an option): read by the one value rule.
 BUTTON_KINDS = ("checkbox", "radio", "choice")
 #: A row's embedded subsets: fallback font index -> (subset, object number of its font).
@@ -104,6 +108,20 @@ class _FieldPlan:
     comb: int | None = None  # a comb field's cells
     # buttons: the on-states each value turns on (a checkbox's true: all of them)
     chooses: dict[object, frozenset[str]] = dataclasses.field(default_factory=dict)
+    # text: the most visible characters its widgets can show, per smallest size (most_chars)
+    room: dict[float, int] = dataclasses.field(default_factory=dict)
+
+    def most_chars(self, fit: Fit) -> int:
+        """The most visible characters a value can have to be shown in every widget."""
+        most = self.room.get(fit.min_size)
+        if most is None:
+            least = shortest_date(self.field.date_format) if self.field.date_format else 1
+            most = min(
+                most_chars(wp.box, wp.da.size, fit, multiline=self.multiline, least=least)
+                for wp in self.widgets
+            )
+            self.room[fit.min_size] = most  # the same for any row: a race writes it twice
+        return most
 
 
 @dataclass
@@ -213,6 +231,7 @@ class Template:
         """``fill``, with the names of the fields whose text ``fit`` cut to fit."""
         chosen = self._check(values)
         row = _Row(list(self._constant), self._next, fit or _DEFAULT_FIT)
+        _check_room(chosen, row.fit)
         unicode = self._unicode_font(row, chosen)
         for plan, value in chosen:
             if plan.field.kind in _TEXT_KINDS:
@@ -243,8 +262,11 @@ class Template:
 
     def check(self, values: Mapping[str, object]) -> None:
         """Raise the error ``fill`` would raise for ``values`` (an unknown field, a value
-        the field refuses, a character no font can draw), without filling."""
-        self._unicode_chars(self._check(values))
+        the field refuses, text longer than its box can show, a character no font can
+        draw), without filling."""
+        chosen = self._check(values)
+        _check_room(chosen, _DEFAULT_FIT)
+        self._unicode_chars(chosen)
 
     def _check(self, values: Mapping[str, object]) -> list[tuple[_FieldPlan, object]]:
         chosen = []
@@ -634,6 +656,26 @@ def _text_v_entry(form_field: FormField, value: str) -> bytes:
     if form_field.is_listbox and value in options:
         v_entry += b"/I[%d]" % options.index(value)
     return v_entry
+
+
+def _check_room(chosen: list[tuple[_FieldPlan, object]], fit: Fit) -> None:
+    """Refuse, before any layout, a text value with more visible characters than its box can
+    show at the smallest size (``most_chars``), where ``fit`` would refuse it anyway."""
+    if fit.policy != "error":
+        return  # the other policies cut long text to what fits
+    for plan, value in chosen:
+        if plan.field.kind not in _ROOM_KINDS or plan.comb or not plan.widgets:
+            continue  # a comb's cells are its max_length, already checked
+        text = str(value)
+        count, most = visible_chars(text), plan.most_chars(fit)
+        if count > most:
+            raise TextOverflowError(
+                plan.field.name,
+                f"{len(text):,} characters can't be shown in this box even at "
+                f"{fit.min_size:g} pt (it holds at most {most:,} that are not blank, however "
+                "narrow); shorten the value, use a larger field, or choose the 'shrink' or "
+                "'truncate' overflow policy.",
+            )
 
 
 def _text_content(
