@@ -4,15 +4,16 @@ on this machine, in alternating rounds.
 
 Throughput on a shared 2-core machine drifts by a third from one minute to the next, so a
 figure from another day says little about a change. This starts ``fillpdf serve
---workers 2`` from the baseline's source, from this checkout, and ``benchmarks/bare_app.py``
+--workers N`` from the baseline's source, from this checkout, and ``benchmarks/bare_app.py``
 on the same uvicorn settings, in turn, ``--rounds`` times, and drives each with the same
-load: ``POST /v1/fill`` by conversion id or ``GET /v1/account``, 8 concurrent connections.
-It prints each round (requests/s, p50 and p99 latency) and the ratios of the medians: this
-checkout / baseline, this checkout / bare, and p99 this / bare. Make a baseline with
-``git worktree``::
+load: ``POST /v1/fill`` by conversion id or ``GET /v1/account``, 8 concurrent connections;
+then again for each count of ``--workers``. It prints each round (requests/s, p50 and p99
+latency) and the ratios of the medians: this checkout / baseline, this checkout / bare, and
+p99 this / bare, and a table of them at the end. Make a baseline with ``git worktree``::
 
     git worktree add /tmp/baseline <commit>
-    .venv/bin/python benchmarks/service_ab.py --baseline /tmp/baseline [--rounds 3]
+    .venv/bin/python benchmarks/service_ab.py --baseline /tmp/baseline [--rounds 3] \
+        [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.machine import Report, machine_info  # noqa: E402
 from benchmarks.service_bench import serve_uvicorn_settings, start_bare  # noqa: E402
 from fillpdf_provider.service import keys  # noqa: E402
 from fillpdf_provider.service.db import create_schema, make_engine  # noqa: E402
@@ -51,13 +53,15 @@ LIMITS = {
 CONCURRENCY = 8
 
 
-def _serve(source: Path | None, data: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _serve(
+    source: Path | None, data: Path, port: int, log: Path, workers: int
+) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     if source is not None:  # the baseline's package ahead of the installed one
         env["PYTHONPATH"] = str(source / "plugins")
     command = [
         sys.executable, "-m", "fillpdf_provider.cli", "serve", "--host", "127.0.0.1",
-        "--port", str(port), "--data-dir", str(data), "--workers", "2",
+        "--port", str(port), "--data-dir", str(data), "--workers", str(workers),
     ]  # fmt: skip
     return subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
 
@@ -72,11 +76,11 @@ class Round:
     """A filled PDF the server answered (fill rounds), for the bare app to return."""
 
 
-def one_round(source: Path | None, what: str, requests: int) -> Round:
+def one_round(source: Path | None, what: str, requests: int, workers: int) -> Round:
     """One fresh server built from ``source`` (None: this checkout) under load."""
     with tempfile.TemporaryDirectory() as folder:
         data, port = Path(folder) / "data", free_port()
-        server = _serve(source, data, port, Path(folder) / "server.log")
+        server = _serve(source, data, port, Path(folder) / "server.log", workers)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 60
@@ -107,11 +111,11 @@ def one_round(source: Path | None, what: str, requests: int) -> Round:
             server.wait(60)
 
 
-def bare_round(what: str, requests: int, pdf: bytes) -> Round:
+def bare_round(what: str, requests: int, pdf: bytes, workers: int) -> Round:
     """The bare app (no database, auth or middleware) answering ``pdf`` under the same load."""
     with tempfile.TemporaryDirectory() as folder:
         port = free_port()
-        bare = start_bare(Path(folder), pdf, serve_uvicorn_settings(2, port))
+        bare = start_bare(Path(folder), pdf, serve_uvicorn_settings(workers, port))
         try:
             return asyncio.run(_drive(bare.base_url, {}, what, {"values": {}}, requests))
         finally:
@@ -156,36 +160,66 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per side (3)")
     parser.add_argument("--requests", type=int, default=3000, help="timed requests (3000)")
     parser.add_argument("--what", choices=("fill", "account", "both"), default="both")
+    parser.add_argument("--workers", default="1,2", help="server workers, comma-separated (1,2)")
     parser.add_argument("--skip-bare", action="store_true", help="leave the bare app out")
     args = parser.parse_args(argv)
-    for what in ("fill", "account") if args.what == "both" else (args.what,):
-        rounds: dict[str, list[Round]] = {"baseline": [], "this": [], "bare": []}
-        pdf = b""
-        for number in range(1, args.rounds + 1):
-            for side in rounds:
-                if side == "bare":
-                    if args.skip_bare:
-                        continue
-                    result = bare_round(what, args.requests, pdf)
-                else:
-                    result = one_round(args.baseline if side == "baseline" else None, what,
-                                       args.requests)  # fmt: skip
-                    pdf = result.pdf or pdf
-                rounds[side].append(result)
-                print(
-                    f"{what} round {number} {side:8} {result.rate:7.1f} requests/s, "
-                    f"p50 {result.p50_ms:6.2f} ms, p99 {result.p99_ms:7.2f} ms",
-                    flush=True,
-                )
-
-        ratio = _median(rounds, "this", "rate") / _median(rounds, "baseline", "rate")
-        print(f"{what}: this / baseline requests/s (medians) = {ratio:.2f}x", flush=True)
-        if rounds["bare"]:
-            rate = _median(rounds, "this", "rate") / _median(rounds, "bare", "rate")
-            p99 = _median(rounds, "this", "p99_ms") / _median(rounds, "bare", "p99_ms")
-            print(f"{what}: this / bare requests/s (medians) = {rate:.2f}x", flush=True)
-            print(f"{what}: this / bare p99 (medians) = {p99:.2f}x", flush=True)
+    out = Report()
+    info = machine_info(["fastapi", "uvicorn", "httpx", "pypdf"])
+    out(
+        f"machine: {info['cpu_count']} cores, {info['memory_gb']} GB, load {info['load_avg_1m']}"
+        f", Python {info['python']}; client, servers and PDF children share the cores"
+    )
+    summary = []
+    for workers in (int(w) for w in args.workers.split(",")):
+        for what in ("fill", "account") if args.what == "both" else (args.what,):
+            rounds = _rounds(out, args, what, workers)
+            summary.append(_ratios(out, rounds, what, workers))
+    out()
+    out(
+        f"{'workers':>7}  {'request':<8} {'this/baseline':>13} {'this/bare':>10} "
+        f"{'p99 this/bare':>14}"
+    )
+    for line in summary:
+        out(line)
     return 0
+
+
+def _rounds(
+    out: Report, args: argparse.Namespace, what: str, workers: int
+) -> dict[str, list[Round]]:
+    """``args.rounds`` rounds of each side, alternating, for ``what`` at ``workers``."""
+    rounds: dict[str, list[Round]] = {"baseline": [], "this": [], "bare": []}
+    pdf = b""
+    for number in range(1, args.rounds + 1):
+        for side in rounds:
+            if side == "bare":
+                if args.skip_bare:
+                    continue
+                result = bare_round(what, args.requests, pdf, workers)
+            else:
+                source = args.baseline if side == "baseline" else None
+                result = one_round(source, what, args.requests, workers)
+                pdf = result.pdf or pdf
+            rounds[side].append(result)
+            out(
+                f"{workers} workers {what} round {number} {side:8} {result.rate:7.1f} "
+                f"requests/s, p50 {result.p50_ms:6.2f} ms, p99 {result.p99_ms:7.2f} ms"
+            )
+    return rounds
+
+
+def _ratios(out: Report, rounds: dict[str, list[Round]], what: str, workers: int) -> str:
+    """Print the ratios of the medians; the summary table's line."""
+    ratio = _median(rounds, "this", "rate") / _median(rounds, "baseline", "rate")
+    out(f"{workers} workers {what}: this / baseline requests/s (medians) = {ratio:.2f}x")
+    bare = p99 = "-"
+    if rounds["bare"]:
+        rate = _median(rounds, "this", "rate") / _median(rounds, "bare", "rate")
+        tail = _median(rounds, "this", "p99_ms") / _median(rounds, "bare", "p99_ms")
+        bare, p99 = f"{rate:.2f}x", f"{tail:.2f}x"
+        out(f"{workers} workers {what}: this / bare requests/s (medians) = {bare}")
+        out(f"{workers} workers {what}: this / bare p99 (medians) = {p99}")
+    return f"{workers:>7}  {what:<8} {ratio:>12.2f}x {bare:>10} {p99:>14}"
 
 
 if __name__ == "__main__":

@@ -277,6 +277,32 @@ class PgCluster:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{name}"
 
+    def pause(self) -> None:
+        """Stop the server as an operator's restart does (a fast shutdown: open sessions are
+        cut), keeping its data dir and port, so a test sees what clients see while their
+        database is down; ``resume()`` starts it again."""
+        self._stop_server(mode="fast")
+        self._started = False
+
+    def resume(self) -> None:
+        """Start a paused server again on the same port and data dir."""
+        assert self.bindir is not None
+        args = [
+            str(self.bindir / "pg_ctl"),
+            "-D", str(self.datadir),
+            "-l", str(self.logfile),
+            "-o", f"-p {self.port}",
+            "-w", "-t", str(int(self.start_timeout)),
+            "start",
+        ]  # fmt: skip
+        result = self._run(args, timeout=self.start_timeout + 5)
+        if result.returncode != 0:
+            raise PgClusterError(
+                f"PostgreSQL did not start again on port {self.port}: "
+                f"{result.stdout}\n{result.stderr}\n--- server log tail ---\n{self._log_tail()}"
+            )
+        self._started = True
+
     def stop(self) -> None:
         """Stop the server if it runs and delete the temp dir; safe to call more than once."""
         if self.root is None:
@@ -289,9 +315,9 @@ class PgCluster:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None
 
-    def _stop_server(self) -> None:
+    def _stop_server(self, mode: str = "immediate") -> None:
         assert self.bindir is not None
-        args = [str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "immediate", "-w"]
+        args = [str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", mode, "-w"]
         with contextlib.suppress(subprocess.TimeoutExpired):
             if self._run([*args, "stop"], timeout=30).returncode == 0:
                 return

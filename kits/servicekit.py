@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from sqlalchemy import Table, func, select
 
 from fillpdf_provider.service import keys, ratelimit
-from fillpdf_provider.service.db import create_schema, make_engine
-from kits.flatkit import flat_form  # noqa: F401 - re-exported: the service tests build forms with it
+from fillpdf_provider.service.db import conversions, create_schema, make_engine, usage
+from kits.flatkit import flat_form
 
 START_TIMEOUT = 60.0
 T = TypeVar("T")
@@ -100,6 +101,17 @@ class Server:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         kwargs.setdefault("timeout", 60)
         return httpx.Client(base_url=self.base_url, headers=headers, **kwargs)
+
+    def convert_schema(self, key: str, schema: list[dict[str, Any]], pages: int = 1) -> str:
+        """The id of a conversion of a flat form of ``pages`` built from ``schema``."""
+        with self.client(key) as client:
+            response = client.post(
+                "/v1/convert",
+                files={"file": ("f.pdf", flat_form(pages))},
+                data={"schema": json.dumps(schema)},
+            )
+        assert response.status_code == 200, response.text
+        return str(response.json()["conversion_id"])
 
     def async_client(self, key: str | None = None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -394,3 +406,22 @@ class DroppingProxy:
 
     def close(self) -> None:
         self._listener.close()
+
+
+def count_rows(server: Server, table: Table) -> int:
+    """The rows of ``table`` in the server's database."""
+    with server.db.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar() or 0)
+
+
+def pages_billed(server: Server) -> int:
+    """The pages billed to every account, all months together."""
+    with server.db.connect() as conn:
+        return int(conn.execute(select(func.coalesce(func.sum(usage.c.pages_used), 0))).scalar())
+
+
+def pages_of_conversions(server: Server) -> int:
+    """The pages of the conversions that exist: what ``pages_billed`` must equal."""
+    with server.db.connect() as conn:
+        total = conn.execute(select(func.coalesce(func.sum(conversions.c.pages), 0))).scalar()
+    return int(total)

@@ -70,8 +70,9 @@ ERROR_TYPES: Mapping[str, ErrorType] = MappingProxyType(
         ),
         "service_unavailable": ErrorType(
             503,
-            "busy (the PDF queue is full or too slow) or restarting mid-conversion; send it "
-            "again after `Retry-After` seconds",
+            "busy (the PDF queue is full or too slow), restarting mid-conversion, out of "
+            "storage space (a full disk; nothing is billed), or its database unreachable "
+            "(restarting or down); send it again after `Retry-After` seconds",
         ),
     }
 )

@@ -141,7 +141,7 @@ def test_a_script_whose_workers_cannot_start_is_told_why_not_blamed_on_a_file(
         return
     assert done.returncode != 0 and "started" not in done.stdout
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("fillpdf_provider.service.engine_pool.WorkerStartError: A fill worker")
+    assert last.startswith("fillpdf_provider.service.engine_pool.ChildStartError: A PDF child")
     assert 'must start the service under `if __name__ == "__main__":`' in last
     assert "damaged" not in last
 
@@ -180,7 +180,7 @@ def test_a_worker_that_cannot_set_its_limit_says_so(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode != 0 and "started" not in done.stdout
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("fillpdf_provider.service.engine_pool.WorkerStartError: A fill worker")
+    assert last.startswith("fillpdf_provider.service.engine_pool.ChildStartError: A PDF child")
     assert "ValueError" in last and "FILLPDF_ENGINE_MEMORY_MB" in last and "ulimit -v" in last
     assert "__main__" not in last
     fits = subprocess.run(

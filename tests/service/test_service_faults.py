@@ -27,10 +27,17 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from fillpdf_provider.service.db import conversions, idempotency, reservations, usage
-from kits.servicekit import Server, flat_form, start_server
+from fillpdf_provider.service.db import conversions, idempotency, reservations
+from kits.servicekit import (
+    Server,
+    count_rows,
+    flat_form,
+    pages_billed,
+    pages_of_conversions,
+    start_server,
+)
 
 pytestmark = pytest.mark.system
 
@@ -66,22 +73,6 @@ def _wait_gone(processes: list[psutil.Process]) -> list[psutil.Process]:
     while _running(processes) and time.monotonic() < deadline:
         time.sleep(0.1)
     return _running(processes)
-
-
-def _count(server: Server, table) -> int:
-    with server.db.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(table)).scalar() or 0)
-
-
-def _billed(server: Server) -> int:
-    with server.db.connect() as conn:
-        return int(conn.execute(select(func.coalesce(func.sum(usage.c.pages_used), 0))).scalar())
-
-
-def _pages_of_conversions(server: Server) -> int:
-    with server.db.connect() as conn:
-        total = conn.execute(select(func.coalesce(func.sum(conversions.c.pages), 0))).scalar()
-    return int(total)
 
 
 def _stray_files(server: Server) -> list[str]:
@@ -138,7 +129,7 @@ class _InFlight:
 def _wait_until_converting(server: Server, count: int) -> None:
     """Until ``count`` conversions hold reserved pages (their children are converting)."""
     deadline = time.monotonic() + 60
-    while _count(server, reservations) < count:
+    while count_rows(server, reservations) < count:
         assert time.monotonic() < deadline, "\n".join(server.log_lines()[-20:])
         assert server.alive(), "\n".join(server.log_lines()[-20:])
         time.sleep(0.05)
@@ -178,7 +169,7 @@ def test_kill_9_mid_conversion_bills_nothing_and_leaves_nothing(
         survivors = _wait_gone(tree)
         assert not survivors, f"alive {GONE_WITHIN_S} s after kill -9: {survivors}"
         flight.join(30)
-        assert _count(server, reservations) >= 1  # the dead server left pages reserved
+        assert count_rows(server, reservations) >= 1  # the dead server left pages reserved
 
         restarted = start_server(data_dir, database_url, workers=workers)
         # With two workers the first can answer while the other is still recovering
@@ -186,8 +177,8 @@ def test_kill_9_mid_conversion_bills_nothing_and_leaves_nothing(
         restarted.wait_for_log(
             lambda entries: any(e.get("message") == recovered for e in entries), what=recovered
         )
-        assert _count(restarted, reservations) == 0
-        assert _billed(restarted) == _pages_of_conversions(restarted) == 2
+        assert count_rows(restarted, reservations) == 0
+        assert pages_billed(restarted) == pages_of_conversions(restarted) == 2
         assert _stray_files(restarted) == []
         with restarted.db.connect() as conn:
             claims = conn.execute(select(idempotency).where(idempotency.c.done.is_(False))).all()
@@ -198,10 +189,10 @@ def test_kill_9_mid_conversion_bills_nothing_and_leaves_nothing(
         retried = flight.retry(restarted, flight.idempotency_keys[0])
         assert retried.status_code == 200, (retried.text, restarted.log_lines()[-30:])
         assert retried.headers.get("Idempotent-Replayed") != "true"
-        assert _billed(restarted) == _pages_of_conversions(restarted) == 2 + PAGES
+        assert pages_billed(restarted) == pages_of_conversions(restarted) == 2 + PAGES
         again = flight.retry(restarted, flight.idempotency_keys[0])
         assert again.headers.get("Idempotent-Replayed") == "true"
-        assert _billed(restarted) == 2 + PAGES
+        assert pages_billed(restarted) == 2 + PAGES
     finally:
         for running in (server, restarted):
             if running is not None:
@@ -224,12 +215,12 @@ def test_sigterm_drains_requests_in_progress_and_stops_every_child(
         assert flight.statuses == [200, 200], server.log_lines()[-20:]
         assert server.process.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises it
         assert not _wait_gone(tree)
-        assert _count(server, reservations) == 0
-        assert _billed(server) == _pages_of_conversions(server) == 2 * PAGES
+        assert count_rows(server, reservations) == 0
+        assert pages_billed(server) == pages_of_conversions(server) == 2 * PAGES
         assert _stray_files(server) == []
 
         restarted = start_server(data_dir, database_url)
-        assert _billed(restarted) == 2 * PAGES
+        assert pages_billed(restarted) == 2 * PAGES
         assert not any("recovered after" in line for line in restarted.log_lines())
     finally:
         for running in (server, restarted):
@@ -252,8 +243,8 @@ def test_sigterm_past_the_grace_period_gives_the_pages_back(
         server.process.wait(30)
         assert not _wait_gone(tree)
         flight.join(30)
-        assert _count(server, reservations) == 0
-        assert _billed(server) == _pages_of_conversions(server)
+        assert count_rows(server, reservations) == 0
+        assert pages_billed(server) == pages_of_conversions(server)
         assert _stray_files(server) == []
     finally:
         server.stop()
@@ -280,11 +271,11 @@ def test_a_client_that_hangs_up_stops_its_conversion(
             converting = [p for p in _tree(server) if p.pid not in idle]
             assert converting, "the conversion should run in a child of its own"
         hung_up = time.monotonic()
-        while _count(server, reservations) and time.monotonic() - hung_up < GONE_WITHIN_S:
+        while count_rows(server, reservations) and time.monotonic() - hung_up < GONE_WITHIN_S:
             time.sleep(0.05)
-        assert _count(server, reservations) == 0
+        assert count_rows(server, reservations) == 0
         assert not _wait_gone(converting)
-        assert _billed(server) == _pages_of_conversions(server) == 0
+        assert pages_billed(server) == pages_of_conversions(server) == 0
         noted = "client hung up; its work was stopped"  # logged as the request unwinds
         server.wait_for_log(lambda entries: any(e["message"] == noted for e in entries),
                             what=noted)  # fmt: skip

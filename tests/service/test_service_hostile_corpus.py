@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import re
 import socket
 import threading
@@ -117,14 +116,7 @@ def notes_conversion(watched: tuple[Server, TreeMemory]) -> tuple[str, str]:
     server, _ = watched
     key = server.create_key("scale")
     schema = [{"name": "notes", "type": "text", "page": 0, "rect": NOTES_RECT, "multiline": True}]
-    with server.client(key, timeout=60) as client:
-        response = client.post(
-            "/v1/convert",
-            files={"file": ("f.pdf", flat_form(1))},
-            data={"schema": json.dumps(schema)},
-        )
-    assert response.status_code == 200, response.text
-    return key, response.json()["conversion_id"]
+    return key, server.convert_schema(key, schema)
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,14 @@ and a rate lease (ratelimit.py); the rest read and count in the database.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Annotated
 
 import anyio
 from fastapi import Depends, Request
 
-from fillpdf_provider.service import ratelimit
+from fillpdf_provider.service import db_outage, ratelimit
 from fillpdf_provider.service.errors import ApiError
 from fillpdf_provider.service.keys import Caller, authenticate
 from fillpdf_provider.service.state import Service, service_of
@@ -45,12 +46,32 @@ def _remembered(
     service: Service, authorization: str | None
 ) -> tuple[Caller | None, ratelimit.RateState | None]:
     """The caller and rate state from this process's memory, or ``(None, None)``: a caller
-    checked under a second ago whose key holds a lease (no database, no thread)."""
+    checked under a second ago whose key holds a lease (no database, no thread). Once per
+    half-second a request starts reading the key again beside it (``_renew``)."""
     caller = service.callers.get(authorization)
     if caller is None:
         return None, None
     state = service.rates.take(caller.key_id, caller.plan.rate_limit_per_minute, service.now())
-    return (caller, state) if state is not None else (None, None)
+    if state is None:
+        return None, None
+    if service.callers.due(caller):
+        renewal = asyncio.create_task(_renew(service, authorization, caller))
+        service.renewals.add(renewal)
+        renewal.add_done_callback(service.renewals.discard)
+    return caller, state
+
+
+async def _renew(service: Service, authorization: str | None, caller: Caller) -> None:
+    """Read ``caller``'s key again, beside the requests the cache answers meanwhile."""
+    read_at = time.monotonic()
+    renewed: Caller | None = caller
+    try:
+        renewed = await anyio.to_thread.run_sync(authenticate, service.db, authorization)
+    except Exception as error:  # the database is away: the entry lapses as it would have
+        db_outage.note(error, "a key could not be read again", key_id=caller.key_id)
+        read_at = 0.0
+    finally:
+        service.callers.renewed(caller.key_id, renewed, read_at)
 
 
 async def authorize(request: Request) -> Caller:

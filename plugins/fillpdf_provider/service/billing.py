@@ -21,6 +21,7 @@ from sqlalchemy import Select, delete, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from fillpdf_provider.account import Account, added_overage
+from fillpdf_provider.service import db_outage
 from fillpdf_provider.service.clock import iso, month_bounds, period_of
 from fillpdf_provider.service.db import conversions, reservations, upsert, usage
 from fillpdf_provider.service.keys import Caller
@@ -51,7 +52,22 @@ def pages_used(engine: Engine, account_id: str, period: str) -> int:
 def reserve(
     engine: Engine, caller: Caller, pages: int, now: float, conversion_id: str, owner: str
 ) -> Reservation | None:
-    """Take ``pages`` from this month's quota, or None if a hard-stop plan can't fit them."""
+    """Take ``pages`` from this month's quota, or None if a hard-stop plan can't fit them.
+
+    If the database drops the connection, the reservation may have been written all the
+    same: giving it back is owed (a no-op if it was not).
+    """
+    try:
+        return _reserve(engine, caller, pages, now, conversion_id, owner)
+    except Exception as error:
+        if db_outage.is_passing(error):
+            db_outage.owe_reservation(engine, conversion_id)
+        raise
+
+
+def _reserve(
+    engine: Engine, caller: Caller, pages: int, now: float, conversion_id: str, owner: str
+) -> Reservation | None:
     period = period_of(now)
     plan = caller.plan
     with engine.begin() as conn:
@@ -114,9 +130,22 @@ def commit(
 
 
 def release(engine: Engine, reservation: Reservation) -> bool:
-    """Give back the pages of a conversion that failed; False if they were not held."""
-    with engine.begin() as conn:
-        return _release(conn, reservation.conversion_id)
+    """Give back the pages of a conversion that failed; False if they were not held, or
+    if the database can't take it now (unreachable, or its disk full): then the next
+    recovery pass gives them back."""
+    try:
+        with engine.begin() as conn:
+            return _release(conn, reservation.conversion_id)
+    except Exception as error:
+        if not db_outage.is_passing(error):
+            raise
+        db_outage.owe_reservation(engine, reservation.conversion_id)
+        db_outage.note(
+            error,
+            "database unavailable; the pages are given back once it takes writes",
+            conversion_id=reservation.conversion_id,
+        )
+        return False
 
 
 def _release(conn: Connection, conversion_id: str) -> bool:
@@ -148,7 +177,7 @@ def release_owned_by_none_of(engine: Engine, live: Select[Any], me: str) -> list
                 )
             ).scalars()
         )
-    return _release_each(engine, ids)
+    return release_each(engine, ids)
 
 
 def release_owned_by(engine: Engine, owners: set[str]) -> list[str]:
@@ -162,10 +191,11 @@ def release_owned_by(engine: Engine, owners: set[str]) -> list[str]:
                 select(reservations.c.conversion_id).where(reservations.c.owner.in_(owners))
             )
         ]
-    return _release_each(engine, ids)
+    return release_each(engine, ids)
 
 
-def _release_each(engine: Engine, ids: list[str]) -> list[str]:
+def release_each(engine: Engine, ids: list[str]) -> list[str]:
+    """Give back the reservations ``ids`` that are still held; their ids."""
     released = []
     for conversion_id in ids:
         with engine.begin() as conn:

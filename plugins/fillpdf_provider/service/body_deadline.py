@@ -64,7 +64,8 @@ class _BodyClock:
         left = self._deadline() - now
         behind = left <= 0
         try:
-            message = await asyncio.wait_for(self.receive(), _BUFFERED_WAIT_S if behind else left)
+            async with asyncio.timeout(_BUFFERED_WAIT_S if behind else left):  # no new task
+                message = await self.receive()
         except TimeoutError:
             raise self.too_slow() from None
         if message["type"] == "http.request":

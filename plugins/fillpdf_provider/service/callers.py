@@ -1,9 +1,11 @@
 """Callers a server process has just checked, so most requests need no database read.
 
 A key and its account's plan are read from the database at most once per ``TTL_S`` per
-process; a revoked key is refused by every process within that time. The secret is checked
-on every request all the same (its SHA-256 compared in constant time), so a wrong secret
-for a known key id never matches an entry.
+process; a revoked key is refused by every process within that time. Half-way through, one
+request starts reading the key again beside the others (``due``), so a busy key's entry is
+renewed before it lapses, never by all its requests at once. The secret is checked on every
+request all the same (its SHA-256 compared in constant time), so a wrong secret for a known
+key id never matches an entry.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class CallerCache:
         self.ttl_s = ttl_s
         self.size = size
         self._entries: OrderedDict[str, tuple[str, Caller, float]] = OrderedDict()
+        self._renewing: set[str] = set()
         self._lock = threading.Lock()  # filled from worker threads, read on the event loop
 
     def get(self, authorization: str | None) -> Caller | None:
@@ -45,6 +48,31 @@ class CallerCache:
         if not hmac.compare_digest(stored, secret_hash(match["secret"])):
             return None
         return caller
+
+    def due(self, caller: Caller) -> bool:
+        """True once per half-life of ``caller``'s entry: this request renews it, in the
+        background (``renewed`` when done)."""
+        with self._lock:
+            entry = self._entries.get(caller.key_id)
+            if entry is None or caller.key_id in self._renewing:
+                return False
+            if time.monotonic() - entry[2] < self.ttl_s / 2:
+                return False
+            self._renewing.add(caller.key_id)
+            return True
+
+    def renewed(self, key_id: str, caller: Caller | None, read_at: float) -> None:
+        """The key read again at ``read_at``: its entry renewed, or dropped if it was
+        refused (revoked, or its account gone)."""
+        with self._lock:
+            self._renewing.discard(key_id)
+            entry = self._entries.get(key_id)
+            if entry is None:
+                return
+            if caller is None:
+                del self._entries[key_id]
+            elif entry[2] < read_at:
+                self._entries[key_id] = (entry[0], caller, read_at)
 
     def put(self, authorization: str | None, caller: Caller, read_at: float) -> None:
         """Remember ``caller``, read from the database at ``read_at`` (``time.monotonic``)."""

@@ -2,7 +2,8 @@
 
 The pages are reserved (402 if they do not fit the quota) once the child has counted them,
 before the PDF work; the conversion row replaces its reservation in one transaction with the
-idempotent answer. Whatever fails in between gives the pages back and leaves no file.
+idempotent answer. Whatever fails in between gives the pages back and leaves no file; a
+full disk (the output's, or the database's) is answered 503 (``disk_full``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.engine import Connection
 
-from fillpdf_provider.service import billing, conversions, idempotent, isolation
+from fillpdf_provider.service import billing, conversions, disk_full, idempotent, isolation
 from fillpdf_provider.service.clock import period_of
+from fillpdf_provider.service.engine_pool import Hangup
 from fillpdf_provider.service.errors import ApiError, engine_error
 from fillpdf_provider.service.keys import Caller
 from fillpdf_provider.service.state import Service
@@ -30,7 +32,7 @@ async def convert(
     upload: Path,
     detect: str,
     request: Request,
-    gone: asyncio.Task[None],
+    gone: Hangup,
     schema: str | None = None,
 ) -> Response:
     """Convert the PDF at ``upload`` for ``caller``; 415 at once if it is not a PDF."""
@@ -42,7 +44,7 @@ async def convert(
             "The file is not a PDF (no %PDF- header); upload the form as a PDF.",
             param="file",
         )
-    return await _Conversion(service, caller).run(upload, detect, request, gone, schema)
+    return await _Conversion(service, caller).run(upload, detect, request, gone.task, schema)
 
 
 class _Conversion:
@@ -167,7 +169,12 @@ class _Conversion:
     def _api_error(self, exc: BaseException) -> ApiError | None:
         """The answer to a failed conversion, or ``None`` to let ``exc`` through."""
         if isinstance(exc, isolation.EngineFailure):
+            if exc.error_type == "service_unavailable":  # the child's output found no room
+                return disk_full.out_of_space(self.output.parent)
             return engine_error(exc, "file")
+        if disk_full.is_disk_full(exc):  # the database's disk (SQLite's is the data dir's)
+            self.output.unlink(missing_ok=True)  # the commit was rolled back: no one owns it
+            return disk_full.out_of_space(self._database_location())
         if isinstance(exc, billing.ReservationLost):
             self.output.unlink(missing_ok=True)  # the commit failed: nothing owns the file
             return ApiError(
@@ -177,3 +184,10 @@ class _Conversion:
                 headers={"Retry-After": "1"},
             )
         return None
+
+    def _database_location(self) -> str:
+        """Where the database writes: SQLite's file, else its URL (no password)."""
+        url = self.service.db.url
+        if url.get_backend_name() == "sqlite" and url.database:
+            return url.database
+        return url.render_as_string()

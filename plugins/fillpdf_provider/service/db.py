@@ -35,6 +35,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
+#: Seconds to wait for PostgreSQL to accept a connection: one that is down or restarting
+#: must fail a request quickly (503), never hang it.
+CONNECT_TIMEOUT_S = 5
+#: Seconds a request waits for a pooled connection before it is answered 503.
+POOL_TIMEOUT_S = 10
+
 metadata = MetaData()
 
 accounts = Table(
@@ -152,7 +158,15 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
+    return create_engine(
+        url,
+        pool_pre_ping=True,  # a connection the database dropped (a restart) is replaced
+        pool_size=10,
+        max_overflow=20,
+        pool_timeout=POOL_TIMEOUT_S,
+        connect_args=connect_args,
+    )
 
 
 def create_schema(engine: Engine) -> None:

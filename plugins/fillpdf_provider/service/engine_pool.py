@@ -1,11 +1,12 @@
 """The parent side of PDF work: at most N children at once, a bounded queue, deadlines.
 
-Every conversion and fill of a request runs in a child process (see ``isolation``). This
-module decides when: a request takes one of ``max_children`` slots, or waits in a queue of
-at most ``max_queue`` requests for at most ``queue_timeout_s``; past either it gets 503
-with a ``Retry-After`` worked out from how long recent jobs took. A deadline starts when
-the child starts, never while the request queues, and the child is killed when it passes,
-or as soon as the client hangs up.
+Every conversion, and every fill of a PDF the caller sent, runs in a child process (see
+``isolation``); fills of stored conversions run in the server process (``templates``) but
+wait for a slot here too. This module decides when: a request takes one of
+``max_children`` slots, or waits in a queue of at most ``max_queue`` requests for at most
+``queue_timeout_s``; past either it gets 503 with a ``Retry-After`` worked out from how long
+recent jobs took. A child's deadline starts when it starts, never while the request queues,
+and the child is killed when it passes, or as soon as the client hangs up.
 
 Waiting on a child holds no thread: the event loop watches the child's pipe.
 """
@@ -34,13 +35,11 @@ from fillpdf_provider.service.isolation import EngineFailure
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
 #: Weight of the newest job in the running mean of job times behind ``Retry-After``.
 _SMOOTHING = 0.2
-#: Refusals after which a fill worker is still sound (a bad value, a deleted file).
-_WORKER_SOUND = frozenset({"invalid_request", "expired"})
 
 
-class WorkerStartError(RuntimeError):
-    """A fill worker died or hung before it read any file: a fault of the server's set-up,
-    never of a request (so a request that meets it is a 500, not a refusal of its file)."""
+class ChildStartError(RuntimeError):
+    """A PDF child died or hung before it read any file: a fault of the server's set-up,
+    never of a request (so it stops the server at start-up, not a request's file)."""
 
 
 class ClientGone(Exception):
@@ -59,6 +58,26 @@ async def watch_disconnect(receive: Receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+class Hangup:
+    """When the client of a request hangs up: its connection is watched from the first time
+    work asks (``task``), so a request whose work never waits on a child pays nothing."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def task(self) -> asyncio.Task[None]:
+        """A task that ends when the client hangs up (call once the body has been read)."""
+        if self._task is None:
+            self._task = asyncio.create_task(watch_disconnect(self._receive))
+        return self._task
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
 
 class EnginePool:
@@ -83,7 +102,6 @@ class EnginePool:
         self._queued = 0
         self._running = 0
         self._mean_job_s = 1.0
-        self._idle: list[_Child] = []
         self._children: set[Any] = set()
 
     # ------------------------------------------------------------------ admission
@@ -294,81 +312,35 @@ class EnginePool:
             finally:
                 await self._stop(child)
 
-    async def fill_stored(
-        self,
-        conversion_id: str,
-        path: Path,
-        values: Mapping[str, Any],
-        *,
-        flatten: bool,
-        timeout: float,
-        gone: asyncio.Task[None] | None = None,
-    ) -> bytes:
-        """Fill a stored conversion in a long-lived worker that keeps its template."""
-        async with self.slot(gone):
-            worker = await self._worker()
-            reusable = False
-            try:
-                job = (conversion_id, str(path), dict(values), flatten)
-                try:
-                    worker.conn.send(job)
-                except OSError:  # it died idle (its fork server was stopped): use a new one
-                    await self._stop(worker)
-                    worker = await self._start_worker()
-                    worker.conn.send(job)
-                message = await self._receive(worker, timeout, "Filling the PDF", gone)
-                reusable = True
-                return bytes(message[1])
-            except EngineFailure as failure:
-                # a typed refusal (a bad value) leaves the worker sound; anything else doesn't
-                reusable = failure.error_type in _WORKER_SOUND
-                raise
-            finally:
-                if reusable and len(self._idle) < self.max_children:
-                    self._idle.append(worker)
-                else:
-                    await self._stop(worker)
-
-    async def _worker(self) -> _Child:
-        """An idle fill worker that is still alive, or a new one."""
-        while self._idle:
-            worker = self._idle.pop()
-            if worker.process.is_alive():
-                return worker
-            await self._stop(worker)
-        return await self._start_worker()
-
-    async def _start_worker(self) -> _Child:
-        worker = await self._start(isolation.fill_worker, self.memory_bytes)
+    async def check_children_start(self) -> None:
+        """Start one child and hear it ready: a server whose children cannot start (a script
+        without a main guard, a memory limit the machine refuses) says so at start-up."""
+        child = await self._start(isolation.ready_child, self.memory_bytes)
         try:
-            answer = await self._receive(worker, 60.0, "Starting a fill worker", None)
+            answer = await self._receive(child, 60.0, "Starting a PDF child", None)
         except EngineFailure:  # it died or hung before it read any file: the server's fault
-            await anyio.to_thread.run_sync(worker.process.join, 1)
-            code = worker.process.exitcode
-            await self._stop(worker)
+            await anyio.to_thread.run_sync(child.process.join, 1)
+            code = child.process.exitcode
             how = f"it exited with code {code}" if code is not None else "it did not answer"
-            raise WorkerStartError(
-                f"A fill worker could not start: {how}. Its process imports the program that "
+            raise ChildStartError(
+                f"A PDF child could not start: {how}. Its process imports the program that "
                 "started the service again: under `fillpdf serve` or uvicorn that works; a "
                 "script that calls create_app itself must start the service under "
-                '`if __name__ == "__main__":`. The worker\'s own error is on stderr.'
+                '`if __name__ == "__main__":`. The child\'s own error is on stderr.'
             ) from None
-        except BaseException:
-            await self._stop(worker)
-            raise
+        finally:
+            await self._stop(child)
         if answer[0] != "ready":
-            await self._stop(worker)
-            raise WorkerStartError(
-                f"A fill worker could not start: {answer[1]}. It was setting its memory "
+            raise ChildStartError(
+                f"A PDF child could not start: {answer[1]}. It was setting its memory "
                 f"limit ({self.memory_bytes:,} bytes: FILLPDF_ENGINE_MEMORY_MB) or loading "
                 "the engine; check that limit against the server's own (ulimit -v)."
             )
-        return worker
 
     async def warm_up(self) -> None:
-        """Start the fork server and one fill worker now, not on the first request."""
+        """Start the fork server now, not on the first request, and check a child starts."""
         self.start_fork_server()
-        self._idle.append(await self._start_worker())
+        await self.check_children_start()
 
     def start_fork_server(self) -> None:
         """Start the fork server from this thread, the server's main one, so that it dies
@@ -383,9 +355,6 @@ class EnginePool:
 
     def close(self) -> None:
         """Stop every child at once (the service is shutting down)."""
-        for child in self._idle:
-            child.conn.close()
-        self._idle.clear()
         started = [process for process in self._children if process.pid is not None]
         for process in started:
             if process.is_alive():

@@ -1,4 +1,5 @@
-"""Every error answered in the contract's shape: ours, FastAPI's validation, Starlette's 404/405.
+"""Every error answered in the contract's shape: ours, FastAPI's validation, Starlette's 404/405,
+and an unreachable database (503 with ``Retry-After``, not a 500).
 
 Without these handlers FastAPI would answer 422 and ``{"detail": ...}``, which the contract
 does not have.
@@ -9,8 +10,10 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from fillpdf_provider.service import db_outage
 from fillpdf_provider.service.errors import ApiError
 
 DOCS_PATH = "/v1/docs"  # the reference for people (apidocs.install_docs)
@@ -55,8 +58,27 @@ async def _http_error(request: Request, error: StarletteHTTPException) -> JSONRe
     )
 
 
+async def _database_error(request: Request, error: Exception) -> JSONResponse:
+    """A database that can't be reached (or whose disk is full) is 503
+    ``service_unavailable`` with ``Retry-After``; any other database error is a bug, left to
+    the envelope's 500."""
+    answer = db_outage.answer_to(error, db_outage.engine_of(request.app))
+    if answer is None:
+        raise error
+    if db_outage.is_unreachable(error):
+        db_outage.note(
+            error,
+            "database unreachable; answered 503",
+            request_id=request.scope.get("state", {}).get("request_id"),
+            path=request.url.path,
+        )
+    return error_response(answer)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer ``ApiError``, validation and routing errors in the contract's shape."""
+    """Answer ``ApiError``, validation, routing and database errors in the contract's shape."""
     app.exception_handler(ApiError)(_api_error)
     app.exception_handler(RequestValidationError)(_validation)
     app.exception_handler(StarletteHTTPException)(_http_error)
+    for database_error in (sa_exc.DBAPIError, sa_exc.TimeoutError, *db_outage.DRIVER_ERRORS):
+        app.exception_handler(database_error)(_database_error)

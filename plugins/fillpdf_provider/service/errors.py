@@ -6,12 +6,17 @@ The types and their statuses are the table of ``fillpdf_provider.api_errors``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fillpdf_provider.api_errors import status_of
 
-if TYPE_CHECKING:
-    from fillpdf_provider.service.isolation import EngineFailure
+
+class EngineRefusal(Protocol):
+    """What a PDF child reports of a file it refused (``isolation.EngineFailure``)."""
+
+    error_type: str
+    message: str
+    param: str | None
 
 
 class ApiError(Exception):
@@ -40,7 +45,7 @@ class ApiError(Exception):
         return {"error": {"type": self.error_type, "message": self.message, "param": self.param}}
 
 
-def engine_error(failure: EngineFailure, source: str) -> ApiError:
+def engine_error(failure: EngineRefusal, source: str) -> ApiError:
     """The API error for what a PDF child reported about the request field ``source``."""
     return ApiError(failure.error_type, failure.message, param=failure.param or source)
 

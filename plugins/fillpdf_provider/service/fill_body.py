@@ -42,14 +42,16 @@ async def read_body(request: Request, limit: int) -> bytes:
     return bytes(chunks)
 
 
-def parse_fill(raw: bytes, max_fields: int) -> tuple[FillRequest, str]:
-    """The request and its fingerprint; at most ``max_fields`` values and fields."""
+def parse_fill(raw: bytes, max_fields: int, max_chars: int) -> tuple[FillRequest, str]:
+    """The request and its fingerprint; at most ``max_fields`` values and fields, and at
+    most ``max_chars`` characters of text in all the values."""
     data = parse_json(raw)
     if not isinstance(data, dict):
         raise ApiError("invalid_request", "The body must be a JSON object.")
     if "values" not in data:
         raise ApiError("invalid_request", "Send 'values': {field name: value}.", param="values")
     _check_sizes(data, max_fields)
+    _check_text(data["values"], max_chars)
     _check_source(data)
     fingerprint = hashlib.sha256(b"fill|" + raw).hexdigest()
     return _validated(data), fingerprint
@@ -65,6 +67,21 @@ def _check_sizes(data: dict[str, Any], max_fields: int) -> None:
                 f"{max_fields:,} fields. Split the form into several files.",
                 param=name,
             )
+
+
+def _check_text(values: object, max_chars: int) -> None:
+    """At most ``max_chars`` characters of text in all: what a fill lays out is bounded
+    whatever the boxes (each value is bounded by its own box when it is filled)."""
+    if not isinstance(values, dict):
+        return  # pydantic names the type
+    total = sum(len(v) for v in values.values() if isinstance(v, str))
+    if total > max_chars:
+        raise ApiError(
+            "invalid_request",
+            f"The values hold {total:,} characters of text; a fill takes at most "
+            f"{max_chars:,}. Split the values over several forms.",
+            param="values",
+        )
 
 
 def _check_source(data: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ import anyio
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from fillpdf_provider.service import db_outage
 from fillpdf_provider.service.db import idempotency, upsert
 from fillpdf_provider.service.errors import ApiError
 
@@ -122,7 +123,30 @@ async def claim(
 
     While another request holds the key, poll with backoff until it finishes, its server
     is found dead (then take the key over), or ``wait_s`` passes (429 with Retry-After).
+    If the database drops the connection, the claim may have been written all the same:
+    releasing it is owed (a no-op if it was not).
     """
+    try:
+        return await _claim(
+            engine, account_id, key, request_hash, now, retention, owner, owner_alive, wait_s
+        )
+    except Exception as error:
+        if db_outage.is_passing(error):
+            db_outage.owe_claim(engine, db_outage.Claim(account_id, key, now, owner))
+        raise
+
+
+async def _claim(
+    engine: Engine,
+    account_id: str,
+    key: str,
+    request_hash: str,
+    now: float,
+    retention: float,
+    owner: str,
+    owner_alive: Callable[[str | None], bool],
+    wait_s: float,
+) -> Stored | None:
     deadline = time.monotonic() + wait_s
     step = WAIT_FIRST_S
     while True:
@@ -189,3 +213,31 @@ def release(engine: Engine, account_id: str, key: str) -> None:
                 idempotency.c.done.is_(False),
             )
         )
+
+
+def release_or_owe(engine: Engine, claim: db_outage.Claim) -> None:
+    """``release`` the claim; if the database can't take it now, the next recovery does."""
+    try:
+        release(engine, claim.account_id, claim.key)
+    except Exception as error:
+        if not db_outage.is_passing(error):
+            raise
+        db_outage.owe_claim(engine, claim)
+        db_outage.note(
+            error, "database unavailable; the Idempotency-Key is released once it takes writes"
+        )
+
+
+def release_exactly(engine: Engine, claim: db_outage.Claim) -> bool:
+    """Release ``claim`` if it is still unfinished; never a newer claim of the same key."""
+    with engine.begin() as conn:
+        deleted = conn.execute(
+            delete(idempotency).where(
+                idempotency.c.account_id == claim.account_id,
+                idempotency.c.key == claim.key,
+                idempotency.c.done.is_(False),
+                idempotency.c.created_at == claim.claimed_at,
+                idempotency.c.owner == claim.owner,
+            )
+        ).rowcount
+    return bool(deleted)

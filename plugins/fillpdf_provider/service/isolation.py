@@ -7,20 +7,20 @@ work therefore runs in child processes forked from a small preloaded server
 outlives the service. ``engine_pool`` is the parent side: how many children run at once,
 their deadlines, and the queue in front of them.
 
-Three kinds of child:
+Two kinds of child, each used once:
 
 - a convert child per upload: it opens the file, reports the page count, waits for the
   parent's "go" (the parent reserves the pages in between), then converts;
-- a fill child per PDF sent inline (untrusted, so used once);
-- a fill worker that stays up and fills stored conversions, keeping their compiled
-  templates, so the common request pays no process start.
+- a fill child per PDF sent inline (untrusted).
+
+A stored conversion is the service's own output, so its fills run in the server process
+(``templates``), bounded before any drawing.
 """
 
 from __future__ import annotations
 
 import logging
 import resource
-from collections import OrderedDict
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -34,8 +34,6 @@ PRELOAD = [
     "fillpdf_provider.engine.convert",
     "fillpdf_provider.engine.filler",
 ]
-#: Compiled templates a fill worker keeps (a template holds its parsed PDF).
-WORKER_TEMPLATES = 16
 
 Failure = tuple[str, str, str, str | None]
 
@@ -68,10 +66,14 @@ def limit(memory_bytes: int, cpu_seconds: float | None) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
 
 
-def _failure(exc: BaseException) -> Failure:
-    """What the parent is told: a typed error and a message for the caller, no internals."""
+def failure_of(exc: BaseException) -> Failure:
+    """What the caller is told of an engine failure: a typed error and a message, no
+    internals (a child sends it to the parent; a fill in the server raises it)."""
     from fillpdf_provider.engine.errors import FillPdfError, UnknownFieldError
+    from fillpdf_provider.service import disk_full
 
+    if disk_full.is_disk_full(exc):  # the output found no room: the server's, not the file's
+        return ("error", "service_unavailable", disk_full.MESSAGE, None)
     if isinstance(exc, UnknownFieldError) and not exc.suggestions:
         return (
             "error",
@@ -109,7 +111,7 @@ def _failure(exc: BaseException) -> Failure:
 
 def _send_failure(conn: Connection, exc: BaseException) -> None:
     try:
-        conn.send(_failure(exc))
+        conn.send(failure_of(exc))
     except Exception:  # the parent is gone, or stopped listening: nobody to tell but the log
         logging.getLogger("fillpdf.engine").warning("could not report a failure", exc_info=exc)
 
@@ -182,54 +184,16 @@ def fill_child(
         conn.close()
 
 
-def fill_worker(conn: Connection, memory: int) -> None:
-    """Fill stored conversions until the parent closes the pipe.
-
-    Each job is ``(conversion_id, path, values, flatten)``. The worker exits after a memory
-    error (its heap may be in any state); the parent starts another when it needs one.
-    """
+def ready_child(conn: Connection, memory: int) -> None:
+    """Set the limits a child works under, load the engine and say so: the check, at the
+    server's start, that children can start at all."""
     try:
-        try:
-            die_with_fork_server()
-            limit(memory, None)
-            from fillpdf_provider.engine.filler import Template
-        except Exception as exc:  # no file read yet: the server's set-up, for its operator
-            conn.send(("start_failed", f"{type(exc).__name__}: {exc}"))
-            return
-        templates: OrderedDict[str, Template] = OrderedDict()
+        die_with_fork_server()
+        limit(memory, None)
+        from fillpdf_provider.engine import filler  # noqa: F401  (what a fill child loads)
+    except Exception as exc:  # no file read: the server's set-up, for its operator
+        conn.send(("start_failed", f"{type(exc).__name__}: {exc}"))
+    else:
         conn.send(("ready",))
-        while True:
-            try:
-                conversion_id, path, values, flatten = conn.recv()
-            except EOFError:
-                return
-            try:
-                template = templates.get(conversion_id)
-                if template is None:
-                    template = Template(Path(path).read_bytes())
-                    templates[conversion_id] = template
-                    while len(templates) > WORKER_TEMPLATES:
-                        templates.popitem(last=False)
-                else:
-                    templates.move_to_end(conversion_id)
-                conn.send(("done", template.fill(values, flatten=flatten)))
-            except FileNotFoundError:
-                conn.send(_expired(conversion_id))
-            except MemoryError as exc:
-                _send_failure(conn, exc)
-                return
-            except Exception as exc:
-                _send_failure(conn, exc)
-    except BaseException as exc:
-        _send_failure(conn, exc)
     finally:
         conn.close()
-
-
-def _expired(conversion_id: str) -> Failure:
-    return (
-        "error",
-        "expired",
-        f"The file of conversion {conversion_id!r} has been deleted; convert the PDF again.",
-        "conversion_id",
-    )

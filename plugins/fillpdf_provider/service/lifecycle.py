@@ -8,16 +8,21 @@ import contextlib
 import gc
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 
 import anyio
 from fastapi import FastAPI
 
-from fillpdf_provider.service import conversions, parent_death, ratelimit, recovery
+from fillpdf_provider.service import conversions, db_outage, parent_death, ratelimit, recovery
 from fillpdf_provider.service.logs import log
 from fillpdf_provider.service.settings import SERVER_PID_VARIABLE
 from fillpdf_provider.service.state import Service
+
+#: Seconds a thread may hold the interpreter while the event loop waits for it (Python's
+#: default is 5 ms).
+SWITCH_INTERVAL_S = 0.0005
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
@@ -56,6 +61,10 @@ async def start(service: Service, tasks: list[asyncio.Task[None]]) -> None:
     # pauses it puts into answers stay short.
     gc.collect()  # garbage frozen now would never be freed
     gc.freeze()
+    # A thread doing database or PDF work holds the interpreter for up to the switch
+    # interval (5 ms) each time the event loop asks for it back: every request on the loop
+    # waits that long. A shorter interval hands it back sooner.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
 def stop(service: Service) -> None:
@@ -94,14 +103,26 @@ def _recover(service: Service, *, scan_files: bool) -> None:
     )
 
 
+def _failed(what: str, error: Exception) -> None:
+    """Log a background task's failure: one line for a database that is unreachable or full
+    (its cause is known and it repeats while that lasts), the traceback for anything else."""
+    if db_outage.is_passing(error):
+        db_outage.note(error, f"{what} (database unavailable)")
+    else:
+        logging.getLogger("fillpdf.service").exception(what)
+
+
 async def heartbeat_forever(service: Service) -> None:
-    """Tell the other servers this one is alive, every ``recovery.HEARTBEAT_S``."""
+    """Tell the other servers this one is alive, every ``recovery.HEARTBEAT_S``; then settle
+    what a database outage left owed, without waiting for the sweeper."""
     while True:
         await asyncio.sleep(recovery.HEARTBEAT_S)
         try:
             await anyio.to_thread.run_sync(recovery.heartbeat, service.db, service.instance)
-        except Exception:
-            logging.getLogger("fillpdf.service").exception("heartbeat failed; retrying")
+            if db_outage.owed(service.db):
+                await anyio.to_thread.run_sync(lambda: _recover(service, scan_files=False))
+        except Exception as error:
+            _failed("heartbeat failed; retrying", error)
 
 
 async def give_back_leases_forever(service: Service) -> None:
@@ -111,8 +132,8 @@ async def give_back_leases_forever(service: Service) -> None:
         await asyncio.sleep(ratelimit.LEASE_S / 2)
         try:
             await anyio.to_thread.run_sync(service.rates.give_back_expired, service.db)
-        except Exception:
-            logging.getLogger("fillpdf.service").exception("rate leases: retrying")
+        except Exception as error:
+            _failed("rate leases: retrying", error)
 
 
 async def sweep_forever(service: Service) -> None:
@@ -120,8 +141,8 @@ async def sweep_forever(service: Service) -> None:
     while True:
         try:
             await _sweep(service)
-        except Exception:
-            logging.getLogger("fillpdf.service").exception("sweeper failed; retrying")
+        except Exception as error:
+            _failed("sweeper failed; retrying", error)
         await asyncio.sleep(service.settings.sweep_interval_s)
 
 

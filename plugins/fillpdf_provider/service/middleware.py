@@ -12,6 +12,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fillpdf_provider.service import db_outage
 from fillpdf_provider.service.body_deadline import body_ended
 from fillpdf_provider.service.error_handlers import error_response
 from fillpdf_provider.service.errors import ApiError
@@ -29,8 +30,9 @@ class RequestEnvelope:
     """Request id, rate-limit and security headers, one JSON access-log line on every response.
 
     It also turns an unexpected exception into the contract's 500 body (with the request id,
-    never a stack trace), so the process keeps serving. A client that hangs up before the end
-    of its body is not our error: it is logged at INFO and answered 400.
+    never a stack trace), so the process keeps serving; an unreachable database that got this
+    far is the 503 the error handlers give it. A client that hangs up before the end of its
+    body is not our error: it is logged at INFO and answered 400.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -47,10 +49,19 @@ class RequestEnvelope:
             exchange.cut_short = True
             if not exchange.answered:
                 await exchange.answer(error_response(body_ended()))
-        except Exception:
-            exchange.log_unhandled()
-            if not exchange.answered:
-                await exchange.answer(exchange.internal_error())
+        except Exception as error:
+            answer = db_outage.answer_to(error, db_outage.engine_of(scope.get("app")))
+            if answer is None:
+                exchange.log_unhandled()
+                if not exchange.answered:
+                    await exchange.answer(exchange.internal_error())
+            else:
+                if db_outage.is_unreachable(error):
+                    db_outage.note(
+                        error, "database unreachable; answered 503", request_id=exchange.request_id
+                    )
+                if not exchange.answered:
+                    await exchange.answer(error_response(answer))
         finally:
             exchange.log_end()
 

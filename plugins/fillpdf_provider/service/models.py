@@ -149,6 +149,7 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         429: "Over the plan's requests per minute",
         500: "A bug on our side (logged with the request id)",
         502: "The engine failed unexpectedly on the PDF (logged); damaged files are 415",
-        503: "The service is busy or restarting; retry after Retry-After seconds",
+        503: "The service is busy or restarting, or its database is unreachable; retry "
+        "after Retry-After seconds",
     }
     return {code: {"model": ErrorBody, "description": described[code]} for code in sorted(codes)}

@@ -8,7 +8,8 @@ than ``STALE_S`` (another host; heartbeats are written and judged on the databas
 which every host shares). The recovery pass, run at start and by the sweeper, gives back
 the pages of dead instances' reservations, frees their idempotency claims, and deletes
 files no conversion owns: conversions that were never recorded, half-written temporary
-files, uploads. It logs what it did.
+files, uploads. It also settles what this process owes from a database outage (pages and
+claims its requests could not give back: ``db_outage``). It logs what it did.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
-from fillpdf_provider.service import billing
+from fillpdf_provider.service import billing, db_outage, idempotent
 from fillpdf_provider.service.db import (
     conversions,
     database_now,
@@ -204,6 +205,7 @@ def recover(
     dead = dead_instances(engine, me)
     report = _clear(engine, dead)
     report.dead_instances = sorted(dead)
+    _settle_owed(engine, report)
     with engine.begin() as conn:
         if dead:
             conn.execute(delete(instances).where(instances.c.id.in_(dead)))
@@ -223,6 +225,26 @@ def recover(
     if report:
         report.log("recovered after a server stopped mid-work")
     return report
+
+
+def _settle_owed(engine: Engine, report: Recovered) -> None:
+    """Give back the pages and release the claims this process's requests could not while
+    the database was unreachable. Each step is a no-op if done already, so a pass that
+    fails half-way is simply done again by the next one."""
+    owed = db_outage.owed(engine)
+    if not owed:
+        return
+    released = billing.release_each(engine, sorted(owed.reservations))
+    claims = sum(idempotent.release_exactly(engine, claim) for claim in owed.claims)
+    db_outage.settled(engine, owed)
+    log(
+        logging.WARNING,
+        "the database takes writes again; gave back what requests left while it could not",
+        released_reservations=released,
+        freed_claims=claims,
+    )
+    report.reservations += released
+    report.claims += claims
 
 
 def _orphan_files(engine: Engine, files_dir: Path) -> list[str]:

@@ -1,7 +1,8 @@
 """A POST route's work run once per ``Idempotency-Key``; a repeat is answered from storage.
 
 Only a final answer is kept: a 5xx, 408 or 429 releases the key, so a retry runs the work
-again. Without the header the work simply runs.
+again. Without the header the work simply runs. A key the database was too far gone to
+release or to mark done is released by the next recovery pass (``db_outage``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import anyio
 from fastapi import Request
 from fastapi.responses import Response
 
-from fillpdf_provider.service import idempotent
-from fillpdf_provider.service.engine_pool import ClientGone, watch_disconnect
+from fillpdf_provider.service import db_outage, idempotent
+from fillpdf_provider.service.engine_pool import ClientGone, Hangup
 from fillpdf_provider.service.error_handlers import error_response
 from fillpdf_provider.service.errors import ApiError
 from fillpdf_provider.service.keys import Caller
@@ -31,14 +32,14 @@ async def run_once(
     request: Request,
     caller: Caller,
     request_hash: str,
-    work: Callable[[asyncio.Task[None]], Awaitable[Response]],
+    work: Callable[[Hangup], Awaitable[Response]],
 ) -> Response:
     """Run ``work`` once per ``Idempotency-Key``; a repeat gets the stored answer.
 
-    ``work`` gets a task that ends when the client hangs up, so PDF work can be stopped.
+    ``work`` gets the request's ``Hangup``, so PDF work in a child can be stopped.
     """
     service = service_of(request)
-    gone = asyncio.create_task(watch_disconnect(request.receive))
+    gone = Hangup(request.receive)
     try:
         return await _claimed(service, request, caller, request_hash, lambda: work(gone))
     except ClientGone:
@@ -47,7 +48,7 @@ async def run_once(
             ApiError("invalid_request", "The client closed the connection before the answer.")
         )
     finally:
-        gone.cancel()
+        gone.close()
 
 
 async def _claimed(
@@ -58,7 +59,8 @@ async def _claimed(
         return await _answer(work)
     key = idempotent.check_key(header)
     request.state.idempotency_key = key  # a conversion records its answer with its row
-    stored = await _claim(service, caller, key, request_hash)
+    claim = db_outage.Claim(caller.account_id, key, service.now(), service.instance.id)
+    stored = await _claim(service, claim, request_hash)
     if stored is not None:
         return Response(
             stored.body,
@@ -66,7 +68,7 @@ async def _claimed(
             media_type=stored.content_type,
             headers={**stored.headers, "Idempotent-Replayed": "true"},
         )
-    return await _run_and_keep(service, caller.account_id, key, work)
+    return await _run_and_keep(service, claim, work)
 
 
 async def _answer(work: Work) -> Response:
@@ -78,28 +80,28 @@ async def _answer(work: Work) -> Response:
 
 
 async def _claim(
-    service: Service, caller: Caller, key: str, request_hash: str
+    service: Service, claim: db_outage.Claim, request_hash: str
 ) -> idempotent.Stored | None:
-    """The stored answer to ``key``, or ``None`` once this request holds the key."""
+    """The stored answer to the claim's key, or ``None`` once this request holds the key."""
     settings = service.settings
     return await idempotent.claim(
         service.db,
-        caller.account_id,
-        key,
+        claim.account_id,
+        claim.key,
         request_hash,
-        service.now(),
+        claim.claimed_at,
         settings.retention_seconds,
-        owner=service.instance.id,
+        owner=claim.owner,
         owner_alive=service.owner_alive,
         wait_s=settings.queue_timeout_s + settings.probe_timeout_s + settings.engine_timeout_s,
     )
 
 
-async def _run_and_keep(service: Service, account_id: str, key: str, work: Work) -> Response:
-    """Run the work holding ``key``: keep a final answer, release the key otherwise."""
+async def _run_and_keep(service: Service, claim: db_outage.Claim, work: Work) -> Response:
+    """Run the work holding the claim's key: keep a final answer, release the key otherwise."""
 
     def release() -> None:
-        idempotent.release(service.db, account_id, key)
+        idempotent.release_or_owe(service.db, claim)
 
     try:
         response = await work()
@@ -114,7 +116,15 @@ async def _run_and_keep(service: Service, account_id: str, key: str, work: Work)
     if response.status_code >= 500 or response.status_code in RETRYABLE:
         await anyio.to_thread.run_sync(release)
         return response
-    await _keep(service, account_id, key, response)
+    try:
+        await _keep(service, claim.account_id, claim.key, response)
+    except Exception as error:
+        if not db_outage.is_passing(error):
+            raise
+        # The work is done: answer it. A conversion stored its answer with its row; for
+        # anything else a retry runs the work again once the key is released.
+        db_outage.owe_claim(service.db, claim)
+        db_outage.note(error, "database unavailable; the answer was not kept for its key")
     return response
 
 

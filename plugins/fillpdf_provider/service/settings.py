@@ -36,6 +36,9 @@ class Settings:
     """HMAC key of document URLs; default: ``data_dir/signing.key``, made on first start."""
     max_upload_bytes: int = 25 * MB
     max_fill_body_bytes: int = 25 * MB
+    max_fill_chars: int = 1_000_000
+    """Characters of text one fill's values may hold in all (about 250 full pages): with
+    each value bounded by its box, what keeps the longest fill short."""
     retention_seconds: int = 24 * 3600
     probe_timeout_s: float = 10.0
     """Time allowed to open an uploaded PDF and count its pages."""
@@ -45,6 +48,9 @@ class Settings:
     """Address-space limit of each process that reads or fills a PDF."""
     max_children: int = field(default_factory=lambda: os.cpu_count() or 2)
     """PDF jobs one server process runs at once (each in its own child process)."""
+    template_cache_bytes: int = 256 * MB
+    """Memory for parsed stored conversions, per server process (an estimate per template:
+    its file and its fields); the least recently filled go first."""
     max_form_fields: int = 20_000
     """Fields or annotations an uploaded or inline PDF may declare (real forms: hundreds)."""
     max_queue: int = 32
@@ -120,6 +126,8 @@ class Settings:
             ("FILLPDF_RETENTION_SECONDS", "retention_seconds", int),
             ("FILLPDF_ENGINE_MEMORY_MB", "engine_memory_bytes", lambda v: int(v) * MB),
             ("FILLPDF_MAX_CHILDREN", "max_children", int),
+            ("FILLPDF_TEMPLATE_CACHE_MB", "template_cache_bytes", lambda v: int(v) * MB),
+            ("FILLPDF_MAX_FILL_CHARS", "max_fill_chars", int),
             ("FILLPDF_MAX_QUEUE", "max_queue", int),
             ("FILLPDF_MAX_FORM_FIELDS", "max_form_fields", int),
             ("FILLPDF_QUEUE_TIMEOUT", "queue_timeout_s", float),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from typing import Any
 
@@ -15,6 +16,7 @@ from fillpdf_provider.service.db import create_schema, make_engine
 from fillpdf_provider.service.engine_pool import EnginePool
 from fillpdf_provider.service.settings import Settings
 from fillpdf_provider.service.signing import document_url
+from fillpdf_provider.service.templates import TemplateCache
 
 #: Stored conversions a server process remembers as live (owner and expiry) for fills.
 LIVE_CACHE_SIZE = 4096
@@ -37,7 +39,11 @@ class Service:
             max_form_fields=settings.max_form_fields,
         )
         self._live: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self.templates = TemplateCache(settings.template_cache_bytes)
         self.callers = CallerCache()
+        #: Background reads of keys whose cached check is half-way to lapsing (``auth``),
+        #: held here while they run (the event loop keeps only weak references).
+        self.renewals: set[asyncio.Task[None]] = set()
         self.rates = ratelimit.Leases()
 
     def now(self) -> float:

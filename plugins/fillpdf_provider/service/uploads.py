@@ -7,17 +7,20 @@ fills memory or disk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect
 
 from fillpdf_provider.service.body_deadline import body_ended
+from fillpdf_provider.service.disk_full import is_disk_full, out_of_space
 from fillpdf_provider.service.errors import ApiError
 
 MAX_TEXT_FIELD = 1024
@@ -71,7 +74,7 @@ class _Receiver:
         self._headers: dict[bytes, bytes] = {}
         self._name: str | None = None
         self._text = bytearray()
-        self._out: object = None
+        self._out: BinaryIO | None = None
         self._hash = hashlib.sha256()
 
     def callbacks(self) -> dict[str, object]:
@@ -134,7 +137,7 @@ class _Receiver:
             if self.upload.size > self.max_file:
                 raise _too_large(self.max_file)
             self._hash.update(chunk)
-            self._out.write(chunk)  # type: ignore[attr-defined]
+            self._out.write(chunk)
             return
         self._text += chunk
         limit = self.text_limits.get(self._name or "", MAX_TEXT_FIELD)
@@ -147,7 +150,7 @@ class _Receiver:
 
     def part_end(self) -> None:
         if self._name == self.file_field and self._out is not None:
-            self._out.close()  # type: ignore[attr-defined]
+            self._out.close()
             self._out = None
             self.upload.sha256 = self._hash.hexdigest()
         elif self._name is not None:
@@ -155,8 +158,17 @@ class _Receiver:
 
     def close(self) -> None:
         if self._out is not None:
-            self._out.close()  # type: ignore[attr-defined]
+            self._out.close()
             self._out = None
+
+    def abandon(self) -> None:
+        """Close and delete the file of a request that failed; a close that fails too (its
+        last bytes found no room) must not keep the file."""
+        out, self._out = self._out, None
+        if out is not None:
+            with contextlib.suppress(OSError):
+                out.close()
+        self.upload.discard()
 
 
 def _too_large(limit: int) -> ApiError:
@@ -211,16 +223,15 @@ async def receive_upload(
             parser.write(chunk)
         parser.finalize()
     except ApiError:  # also a body too slow (408), from the receive it reads through
-        receiver.close()
-        receiver.upload.discard()
+        receiver.abandon()
         raise
     except ClientDisconnect:
-        receiver.close()
-        receiver.upload.discard()
+        receiver.abandon()
         raise body_ended() from None
-    except Exception:  # the multipart parser's own errors: a malformed body
-        receiver.close()
-        receiver.upload.discard()
+    except Exception as exc:  # a full disk, else the multipart parser's own errors
+        receiver.abandon()
+        if is_disk_full(exc):
+            raise out_of_space(folder) from None
         raise ApiError(
             "invalid_request",
             "The multipart body is malformed: its parts do not follow the boundary its "

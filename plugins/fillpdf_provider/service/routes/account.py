@@ -18,7 +18,7 @@ router = APIRouter()
 @router.get(
     "/v1/account",
     response_model=Account,
-    responses=error_responses(401, 429, 500),
+    responses=error_responses(401, 429, 500, 503),
     openapi_extra=BEARER,
     summary="The plan and this month's live usage",
 )

@@ -18,7 +18,7 @@ router = APIRouter()
 @router.get(
     "/v1/conversions/{conversion_id}",
     response_model=ConversionResult,
-    responses=error_responses(400, 401, 404, 410, 429, 500),
+    responses=error_responses(400, 401, 404, 410, 429, 500, 503),
     openapi_extra=BEARER,
     summary="A stored conversion again, with a fresh document URL",
 )

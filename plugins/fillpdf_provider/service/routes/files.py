@@ -23,7 +23,7 @@ router = APIRouter()
     response_class=FileResponse,
     responses={
         200: {"content": {"application/pdf": {}}, "description": "The fillable PDF"},
-        **error_responses(403, 404, 410, 500),
+        **error_responses(403, 404, 410, 500, 503),
     },
     summary="A converted file, by its signed URL (no API key)",
 )
