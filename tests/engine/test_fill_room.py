@@ -28,7 +28,7 @@ from fillpdf_provider.engine.appearance import (
     text_stream,
     visible_chars,
 )
-from fillpdf_provider.engine.errors import FillPdfError
+from fillpdf_provider.engine.errors import FillPdfError, UnknownFieldError
 from fillpdf_provider.engine.fonts import core_font
 from kits.formkit import Spec, build_form
 
@@ -81,6 +81,12 @@ def test_a_value_over_the_bound_is_refused_before_any_layout(form: Template, fie
     assert not drawn & set(calls), calls
     with pytest.raises(TextOverflowError):
         form.check({field: value})  # what fill would raise, without filling
+
+
+def test_an_unknown_name_is_refused_before_any_layout(form: Template) -> None:
+    with layout_calls() as calls, pytest.raises(UnknownFieldError):
+        form.fill({"line": "Ada", "nots": "x"})
+    assert "text_stream" not in calls
 
 
 def test_a_value_under_the_bound_is_laid_out_as_before(form: Template) -> None:

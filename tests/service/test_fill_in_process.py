@@ -15,6 +15,8 @@ import pytest
 
 from fillpdf_provider.engine import Template
 from fillpdf_provider.engine.convert import convert
+from fillpdf_provider.service.errors import ApiError
+from fillpdf_provider.service.fill_body import parse_fill
 from fillpdf_provider.service.templates import BYTES_PER_FIELD, TemplateCache, held_bytes
 from kits.servicekit import Server, flat_form, start_server
 
@@ -157,3 +159,18 @@ def test_an_unknown_name_is_refused_naming_the_closest(
 ) -> None:
     error = fill(server, stored, {"note": "x"})
     assert error["param"] == "note" and "notes" in error["message"]
+
+
+def test_the_body_bounds_refuse_while_parsing_before_any_fill() -> None:
+    """The count of values and the text in all are refused by ``parse_fill``, which the
+    route runs before it looks up the conversion, so before anything is drawn."""
+    many = json.dumps({"conversion_id": "conv_x", "values": {f"f{i}": "x" for i in range(11)}})
+    with pytest.raises(ApiError) as raised:
+        parse_fill(many.encode(), 10, 1_000)
+    assert raised.value.param == "values" and "11 entries" in raised.value.message
+    long = json.dumps({"conversion_id": "conv_x", "values": {"a": "x" * 600, "b": "y" * 401}})
+    with pytest.raises(ApiError) as raised:
+        parse_fill(long.encode(), 10, 1_000)
+    assert raised.value.param == "values" and "1,001 characters" in raised.value.message
+    body, _ = parse_fill(long.encode(), 10, 1_001)
+    assert body.values["b"] == "y" * 401
