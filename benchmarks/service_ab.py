@@ -7,7 +7,10 @@ figure from another day says little about a change. This starts ``fillpdf serve
 --workers N`` from the baseline's source, from this checkout, and ``benchmarks/bare_app.py``
 on the same uvicorn settings, in turn, ``--rounds`` times, and drives each with the same
 load: ``POST /v1/fill`` by conversion id or ``GET /v1/account``, 8 concurrent connections;
-then again for each count of ``--workers``. It prints each round (requests/s, p50 and p99
+then again for each count of ``--workers``. ``--load httpx`` (the default) sends it with
+httpx, as a Python client does, whose own cost per request bounds the rate; ``--load raw``
+writes the same requests on bare keep-alive sockets, which cost the client next to nothing,
+so the ratios show what each server itself can answer. It prints each round (requests/s, p50 and p99
 latency) and the ratios of the medians: this checkout / baseline, this checkout / bare, and
 p99 this / bare, and a table of them at the end. Make a baseline with ``git worktree``::
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import statistics
@@ -76,7 +80,9 @@ class Round:
     """A filled PDF the server answered (fill rounds), for the bare app to return."""
 
 
-def one_round(source: Path | None, what: str, requests: int, workers: int) -> Round:
+def one_round(
+    source: Path | None, what: str, requests: int, workers: int, load: str = "httpx"
+) -> Round:
     """One fresh server built from ``source`` (None: this checkout) under load."""
     with tempfile.TemporaryDirectory() as folder:
         data, port = Path(folder) / "data", free_port()
@@ -105,19 +111,20 @@ def one_round(source: Path | None, what: str, requests: int, workers: int) -> Ro
                 "conversion_id": converted["conversion_id"],
                 "values": {f["name"]: "Ada" for f in converted["schema"] if f["type"] == "text"},
             }
-            return asyncio.run(_drive(base, headers, what, body, requests))
+            return asyncio.run(DRIVERS[load](base, headers, what, body, requests))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
 
 
-def bare_round(what: str, requests: int, pdf: bytes, workers: int) -> Round:
+def bare_round(what: str, requests: int, pdf: bytes, workers: int, load: str = "httpx") -> Round:
     """The bare app (no database, auth or middleware) answering ``pdf`` under the same load."""
     with tempfile.TemporaryDirectory() as folder:
         port = free_port()
         bare = start_bare(Path(folder), pdf, serve_uvicorn_settings(workers, port))
         try:
-            return asyncio.run(_drive(bare.base_url, {}, what, {"values": {}}, requests))
+            drive = DRIVERS[load]
+            return asyncio.run(drive(bare.base_url, {}, what, {"values": {}}, requests))
         finally:
             bare.stop()
 
@@ -150,6 +157,62 @@ async def _drive(base: str, headers: dict[str, str], what: str, body: dict, requ
     return Round(len(latencies) / wall, cuts[49] * 1000, cuts[98] * 1000, pdf)
 
 
+async def _drive_raw(
+    base: str, headers: dict[str, str], what: str, body: dict, requests: int
+) -> Round:
+    """``_drive``'s load on bare sockets: each connection writes a request and reads the
+    answer's head and its ``Content-Length`` bytes, nothing else."""
+    host, port = base.removeprefix("http://").split(":")
+    content = json.dumps(body).encode() if what == "fill" else b""
+    method, path = ("POST", "/v1/fill") if what == "fill" else ("GET", "/v1/account")
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(content)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    if content:
+        lines.append("Content-Type: application/json")
+    request = "\r\n".join([*lines, "", ""]).encode() + content
+    latencies: list[float] = []
+    answered = b""
+
+    async def send(count: int, timed: bool) -> None:
+        nonlocal answered
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            for _ in range(count):
+                started = time.perf_counter()
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                status, length = _status_and_length(head)
+                answer = await reader.readexactly(length)
+                if status != 200:
+                    raise RuntimeError(f"{status}: {answer[:200]!r}")
+                if timed:
+                    latencies.append(time.perf_counter() - started)
+                answered = answer
+        finally:
+            writer.close()
+
+    await asyncio.gather(*[send(20, False) for _ in range(CONCURRENCY)])  # warm-up
+    started = time.perf_counter()
+    await asyncio.gather(*[send(requests // CONCURRENCY, True) for _ in range(CONCURRENCY)])
+    wall = time.perf_counter() - started
+    cuts = statistics.quantiles(latencies, n=100)
+    pdf = answered if what == "fill" else b""
+    return Round(len(latencies) / wall, cuts[49] * 1000, cuts[98] * 1000, pdf)
+
+
+def _status_and_length(head: bytes) -> tuple[int, int]:
+    lines = head.split(b"\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return int(lines[0].split()[1]), length
+
+
+DRIVERS = {"httpx": _drive, "raw": _drive_raw}
+
+
 def _median(rounds: dict[str, list[Round]], side: str, figure: str) -> float:
     return statistics.median(getattr(r, figure) for r in rounds[side])
 
@@ -162,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--what", choices=("fill", "account", "both"), default="both")
     parser.add_argument("--workers", default="1,2", help="server workers, comma-separated (1,2)")
     parser.add_argument("--skip-bare", action="store_true", help="leave the bare app out")
+    parser.add_argument(
+        "--load", choices=sorted(DRIVERS), default="httpx", help="the client (httpx)"
+    )
     args = parser.parse_args(argv)
     out = Report()
     info = machine_info(["fastapi", "uvicorn", "httpx", "pypdf"])
@@ -169,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"machine: {info['cpu_count']} cores, {info['memory_gb']} GB, load {info['load_avg_1m']}"
         f", Python {info['python']}; client, servers and PDF children share the cores"
     )
+    out(f"load: {args.load}, {CONCURRENCY} connections")
     summary = []
     for workers in (int(w) for w in args.workers.split(",")):
         for what in ("fill", "account") if args.what == "both" else (args.what,):
@@ -195,10 +262,10 @@ def _rounds(
             if side == "bare":
                 if args.skip_bare:
                     continue
-                result = bare_round(what, args.requests, pdf, workers)
+                result = bare_round(what, args.requests, pdf, workers, args.load)
             else:
                 source = args.baseline if side == "baseline" else None
-                result = one_round(source, what, args.requests, workers)
+                result = one_round(source, what, args.requests, workers, args.load)
                 pdf = result.pdf or pdf
             rounds[side].append(result)
             out(
