@@ -28,7 +28,9 @@ Params (the trigger form checks each):
   ``manifest.parquet``. Each of these may live in object storage, so workers on separate
   hosts share nothing on local disk.
 - ``name_template``: the PDFs' names, from ``{row}`` (the row's number) and column names.
-- ``chunks``: how many mapped tasks share the rows.
+- ``chunks``: how many mapped tasks share the rows, at most.
+- ``min_rows_per_chunk``: the fewest rows a mapped task is given (default 2,000): a task
+  takes seconds to start, so a table of fewer rows is filled by one.
 - ``max_failed_rows``: failed rows the run tolerates, a whole count or a fraction of the
   rows below 1 (default 0). The input check tolerates as many rows with values the form
   can't take (a missing column fails every row: never), and its summary names the
@@ -39,12 +41,11 @@ Params (the trigger form checks each):
 
 from __future__ import annotations
 
-import logging
 import os
 from difflib import get_close_matches
 from pathlib import Path
 
-from airflow.sdk import Asset, Param, dag, task
+from airflow.sdk import Asset, Context, Param, dag, task
 
 from fillpdf_provider.operators import BatchFillOperator, merge_manifests, plan_chunks
 from fillpdf_provider.quality import QualityCheckOperator
@@ -92,7 +93,13 @@ PARAMS = {
     ),
     "chunks": Param(
         4, type="integer", minimum=1, title="Mapped tasks",
-        description="How many mapped tasks share the rows (at most one per row)",
+        description="How many mapped tasks share the rows, at most (each takes at least "
+                    "min_rows_per_chunk rows)",
+    ),
+    "min_rows_per_chunk": Param(
+        2000, type="integer", minimum=1, title="Fewest rows a mapped task",
+        description="A table with fewer rows than chunks x this uses fewer mapped tasks "
+                    "(one below this many rows): each takes seconds to start",
     ),
     "max_failed_rows": Param(
         0, type="number", minimum=0, title="Failed rows tolerated",
@@ -114,6 +121,38 @@ PARAMS = {
 }  # fmt: skip
 
 
+def check_params(context: Context) -> None:
+    """Before the input check: no conf key that is no param, and rows, a name template
+    and a ``max_failed_rows`` that a fill can use; each refusal names the fix."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from fillpdf_provider.operators import check_batch_params
+
+    params, dag_run = context["params"], context.get("dag_run")
+    for key in sorted(set(getattr(dag_run, "conf", None) or {}) - set(PARAMS)):
+        close = get_close_matches(key, list(PARAMS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise AirflowFailException(
+            f"{key!r} is not a param of fillpdf_mail_merge; {hint}Its params: {', '.join(PARAMS)}."
+        )
+    try:
+        check_batch_params(
+            params["rows"],
+            name_template=params["name_template"],
+            max_failed_rows=params["max_failed_rows"],
+            conn_id=params["storage_conn_id"] or None,
+        )
+    except FileNotFoundError:
+        raise AirflowFailException(
+            f"param rows: {params['rows']!r} does not exist; give the path or URI of a "
+            "CSV or Parquet file, one row per PDF."
+        ) from None
+    except ValueError as exc:  # the rows' format, or the name template
+        raise AirflowFailException(
+            f"{exc} (params rows={params['rows']!r}, name_template={params['name_template']!r})"
+        ) from None
+
+
 @dag(
     dag_id="fillpdf_mail_merge",
     schedule=None,
@@ -123,77 +162,36 @@ PARAMS = {
     doc_md=__doc__,
 )  # fmt: skip
 def fillpdf_mail_merge() -> None:
-    @task
-    def check_input(params: dict | None = None, dag_run=None) -> dict:
-        """The params (no unknown conf key; rows, template and name template usable), then
-        every column the form needs and every value it can take: before any PDF is written
-        or any page billed. A bad one fails here, named, without retries."""
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from fillpdf_provider.engine.fillable import date_formats
-        from fillpdf_provider.hooks.fillpdf import FillPdfHook
-        from fillpdf_provider.operators import check_batch_params
-        from fillpdf_provider.operators.forms import open_form
-        from fillpdf_provider.quality import enforce, input_rows_check, results_location
-        from fillpdf_provider.storage import readable
-
-        assert params is not None
-        for key in sorted(set(getattr(dag_run, "conf", None) or {}) - set(PARAMS)):
-            close = get_close_matches(key, list(PARAMS), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise AirflowFailException(
-                f"{key!r} is not a param of fillpdf_mail_merge; {hint}Its params: "
-                f"{', '.join(PARAMS)}."
-            )
-        conn_id = params["storage_conn_id"] or None
-        try:
-            check_batch_params(
-                params["rows"],
-                name_template=params["name_template"],
-                max_failed_rows=params["max_failed_rows"],
-                conn_id=conn_id,
-            )
-        except FileNotFoundError:
-            raise AirflowFailException(
-                f"param rows: {params['rows']!r} does not exist; give the path or URI of a "
-                "CSV or Parquet file, one row per PDF."
-            ) from None
-        except ValueError as exc:  # the rows' format, or the name template
-            raise AirflowFailException(
-                f"{exc} (params rows={params['rows']!r}, name_template={params['name_template']!r})"
-            ) from None
-        with FillPdfHook() as hook:
-            form = open_form(hook, params["template"], conn_id=conn_id)
-            fields = form.fields
-            dates = date_formats(form)
-        if not params["check_input"]:
-            return {"checked": False}
-        from fillpdf_provider.engine.batch import OutputNames
-
-        with readable(params["rows"], conn_id) as rows:
-            report = input_rows_check(
-                rows, fields, params["mapping"] or None,
-                strict_columns=params["strict_columns"],
-                used=OutputNames(params["name_template"]).columns,
-                date_formats=dates,
-                max_failed_rows=params["max_failed_rows"],
-            )  # fmt: skip
-        report.source = params["rows"]
-        enforce(report, save_to=results_location(params["output"], "input"), conn_id=conn_id)
-        if report.failures:  # rows within max_failed_rows: the fill records them as failed
-            logging.getLogger(__name__).warning("%s", report.summary())
-        return report.brief()
+    # The params first (no unknown conf key; rows, name template and max_failed_rows
+    # usable), then every column the form needs and every value it can take: before any PDF
+    # is written or any page billed. A bad one fails here, named, without retries.
+    check_input = QualityCheckOperator(
+        task_id="check_input",
+        kind="input",
+        pre_execute=check_params,
+        template="{{ params.template }}",
+        rows="{{ params.rows }}",
+        output_dir="{{ params.output }}",
+        mapping="{{ params.mapping | tojson }}",
+        strict_columns="{{ params.strict_columns }}",
+        name_template="{{ params.name_template }}",
+        max_failed_rows="{{ params.max_failed_rows }}",
+        check_values="{{ params.check_input }}",
+        storage_conn_id="{{ params.storage_conn_id }}",
+    )
 
     @task
     def plan(params: dict | None = None) -> list[dict[str, int]]:
         assert params is not None
         return plan_chunks(
-            params["rows"], chunks=int(params["chunks"]), conn_id=params["storage_conn_id"] or None
+            params["rows"],
+            chunks=int(params["chunks"]),
+            min_rows=int(params["min_rows_per_chunk"]),
+            conn_id=params["storage_conn_id"] or None,
         )
 
-    checked = check_input()
     chunks = plan()
-    checked >> chunks
+    check_input >> chunks
     fill = BatchFillOperator.partial(
         task_id="fill_chunk",
         template="{{ params.template }}",

@@ -104,6 +104,7 @@ def test_mail_merge_on_two_workers_to_s3_then_a_missing_chunk_fails_the_merge(
         "rows": f"s3://{BUCKET}/in/rows.parquet",
         "output": f"s3://{BUCKET}/run",
         "chunks": CHUNKS,
+        "min_rows_per_chunk": 1,
     }
     run_id = stack.trigger("fillpdf_mail_merge", conf, "scale-out-1")
     state = stack.wait("fillpdf_mail_merge", run_id, timeout=900)

@@ -51,7 +51,13 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 
 def test_mail_merge_dag(dagbag, mode: str, tmp_path: Path) -> None:
     out = tmp_path / "merged"
-    conf = {"output": str(out), "chunks": 3, "check_input": True, "rows": str(SAMPLE_ROWS)}
+    conf = {
+        "output": str(out),
+        "chunks": 3,
+        "check_input": True,
+        "rows": str(SAMPLE_ROWS),
+        "min_rows_per_chunk": 1,
+    }
     run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
     assert run.state == "success"
     expected = csv_rows(SAMPLE_ROWS)
@@ -79,7 +85,13 @@ def test_both_modes_write_the_same_bytes(dagbag, service: Server, monkeypatch, t
             conn = {"conn_type": "fillpdf", "host": service.base_url, "password": key}
             monkeypatch.setenv("AIRFLOW_CONN_FILLPDF_DEFAULT", json.dumps(conn))
         out = tmp_path / mode
-        conf = {"output": str(out), "chunks": 2, "check_input": True, "rows": str(SAMPLE_ROWS)}
+        conf = {
+            "output": str(out),
+            "chunks": 2,
+            "check_input": True,
+            "rows": str(SAMPLE_ROWS),
+            "min_rows_per_chunk": 1,
+        }
         dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
         sums[mode] = [r["sha256"] for r in manifest_rows(out)]
     assert sums["embedded"] == sums["api"]
@@ -122,6 +134,7 @@ def test_bad_rows_fail_the_run_past_max_failed_rows_and_the_rest_complete(
         "output": str(out),
         "rows": str(bad_rows_file(tmp_path)),
         "chunks": 2,
+        "min_rows_per_chunk": 1,
         "check_input": False,
         "max_failed_rows": limit,
     }
@@ -216,7 +229,13 @@ def test_the_input_check_stops_the_run_before_any_pdf(
         writer.writerows(table)
     out = tmp_path / "out"
     run = dagbag.get_dag("fillpdf_mail_merge").test(
-        run_conf={"output": str(out), "rows": str(path), "check_input": True, "chunks": 2}
+        run_conf={
+            "output": str(out),
+            "rows": str(path),
+            "check_input": True,
+            "chunks": 2,
+            "min_rows_per_chunk": 1,
+        }
     )
     assert run.state == "failed"
     check = run.get_task_instance("check_input")
@@ -321,7 +340,7 @@ def test_a_table_with_no_rows_runs_to_an_empty_manifest_and_says_so(
     rows.write_text(SAMPLE_ROWS.read_text(encoding="utf-8").splitlines()[0] + "\n")
     out = tmp_path / "out"
     run = dagbag.get_dag("fillpdf_mail_merge").test(
-        run_conf={"output": str(out), "rows": str(rows), "chunks": 4}
+        run_conf={"output": str(out), "rows": str(rows), "chunks": 4, "min_rows_per_chunk": 1}
     )
     assert run.state == "success"
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}

@@ -56,6 +56,7 @@ def test_a_users_table_fills_every_row_with_the_mapped_values_in_place(
         "check_input": True,
         "strict_columns": True,  # every column fills a field or names the files
         "chunks": 2,
+        "min_rows_per_chunk": 1,
     }
     run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
     assert run.state == "success"

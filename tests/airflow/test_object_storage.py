@@ -77,6 +77,7 @@ def test_mail_merge_dag_with_everything_on_s3(
         "rows": f"s3://{bucket}/in/rows.csv",
         "output": f"s3://{bucket}/run",
         "chunks": 3,
+        "min_rows_per_chunk": 1,
     }
     run = dagbag.get_dag("fillpdf_mail_merge").test(run_conf=conf)
     assert run.state == "success"

@@ -16,6 +16,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from pypdf import PdfReader
 
+from fillpdf_provider.hooks.fillpdf import InputError
 from fillpdf_provider.operators import (
     BatchFillOperator,
     ConvertOperator,
@@ -39,6 +40,19 @@ def _embedded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def batch(tmp: Path, **kwargs: object) -> dict:
     options = {"task_id": "t", "template": FORM, "rows": ROWS, "output_dir": str(tmp)}
     return BatchFillOperator(**{**options, **kwargs}).execute(context={})  # type: ignore[arg-type]
+
+
+def test_plan_chunks_gives_no_chunk_fewer_than_min_rows() -> None:
+    """A small table is one chunk; a larger one as many as give each ``min_rows``."""
+    assert plan_chunks(ROWS, chunks=4, min_rows=100) == [{"index": 0, "first": 1, "stop": 26}]
+    assert plan_chunks(ROWS, chunks=4, min_rows=10) == [
+        {"index": 0, "first": 1, "stop": 11},
+        {"index": 1, "first": 11, "stop": 21},
+        {"index": 2, "first": 21, "stop": 26},
+    ]
+    assert len(plan_chunks(ROWS, chunks=4, min_rows=1)) == 4
+    with pytest.raises(InputError, match="min_rows must be a whole number"):
+        plan_chunks(ROWS, chunks=4, min_rows=0)
 
 
 def test_plan_chunks_covers_every_row_once() -> None:

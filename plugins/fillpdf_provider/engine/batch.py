@@ -86,6 +86,7 @@ class BatchSummary:
     unfilled_fields: list[str] = field(default_factory=list)
     errors: list[dict[str, object]] = field(default_factory=list)  # the first few, for humans
     cut: int = 0  # rows whose text the overflow policy cut to fit
+    bytes: int = 0  # of the PDFs written
     finished: bool = False  # every row is done: the last progress report says so
 
     @property
@@ -555,6 +556,7 @@ def _tally(summary: BatchSummary, row: int, record: _Record) -> None:
     if record["status"] == "ok":
         summary.ok += 1
         summary.cut += bool(record["cut"])
+        summary.bytes += record["bytes"] or 0
         return
     summary.failed += 1
     if len(summary.errors) < 20:

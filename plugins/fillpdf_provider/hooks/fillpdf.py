@@ -315,6 +315,14 @@ class FillPdfHook(BaseHook):
             )
         return f"connection {conn_id!r}: embedded mode (conversions kept in {store})"
 
+    def conversion_location(self, conversion_id: str) -> str:
+        """Where a conversion lives, as a URI (for lineage): the service's resource in api
+        mode, the file in the embedded store otherwise."""
+        settings = self.settings
+        if settings["mode"] == "api":
+            return f"{str(settings['base_url']).rstrip('/')}/v1/conversions/{conversion_id}"
+        return f"{self._store_location().rstrip('/')}/{conversion_id}.pdf"
+
     def _store_location(self) -> str:
         """Where the embedded engine keeps conversions, as the connection says."""
         return str(self.settings.get("conversions_uri") or default_store())

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ from fillpdf_provider.operators.forms import (
     flag_of,
     mapping_of,
     open_form,
+    template_location,
 )
 from fillpdf_provider.storage import Store, readable
 
@@ -97,13 +99,17 @@ def plan_chunks(
     *,
     chunks: int | None = None,
     rows_per_chunk: int | None = None,
+    min_rows: int = 1,
     conn_id: str | None = None,
 ) -> list[dict[str, int]]:
     """Split the rows into ranges for ``BatchFillOperator.partial(...).expand(chunk=...)``.
 
     Give ``chunks`` (how many) or ``rows_per_chunk``. Each range is ``{"index", "first",
-    "stop"}`` with 1-based row numbers, ``first <= row < stop``. A table with no rows gets
-    one empty range, so its run still writes a manifest (of no rows) and says why it is empty.
+    "stop"}`` with 1-based row numbers, ``first <= row < stop``. With ``chunks``, no range
+    is given fewer than ``min_rows`` rows (the last excepted): a mapped task takes seconds
+    to start, so a small table is filled by fewer tasks, one if it has fewer than
+    ``min_rows``. A table with no rows gets one empty range, so its run still writes a
+    manifest (of no rows) and says why it is empty.
     """
     if (chunks is None) == (rows_per_chunk is None):
         raise InputError(
@@ -115,10 +121,13 @@ def plan_chunks(
     number = _whole(given)
     if number is None or number < 1:
         raise InputError(f"{option} must be a whole number, 1 or more, not {given!r}.")
+    least = _whole(min_rows)
+    if least is None or least < 1:
+        raise InputError(f"min_rows must be a whole number, 1 or more, not {min_rows!r}.")
     total = count_rows(rows, conn_id)
     if total == 0:
         return [{"index": 0, "first": 1, "stop": 1}]
-    size = number if option == "rows_per_chunk" else -(-total // number)
+    size = number if option == "rows_per_chunk" else max(-(-total // number), least)
     return [
         {"index": i, "first": first, "stop": min(first + size, total + 1)}
         for i, first in enumerate(range(1, total + 1, size))
@@ -380,8 +389,16 @@ def columns_of(path: Path) -> list[str]:
     """The columns of a local rows file, from its header or schema (a table with no rows
     has them too), once its first row has been read: ``ValueError``, a pyarrow one
     included, for a file no batch can read."""
+    return [name for name, _ in column_types(path)]
+
+
+def column_types(path: Path) -> list[tuple[str, str | None]]:
+    """``columns_of`` with each column's type as its first row reads (pyarrow's names:
+    ``string``, ``int64``...; ``None`` for a table with no rows)."""
     first = next(read_batches(path, batch_rows=1), None)
-    return first.schema.names if first is not None else read_columns(path)
+    if first is None:
+        return [(name, None) for name in read_columns(path)]
+    return [(column.name, str(column.type)) for column in first.schema]
 
 
 def check_names(name_template: str, columns: list[str]) -> None:
@@ -415,6 +432,15 @@ def _check_choices(
             "merge_manifests joins the chunks' manifests. Drop output_format, or fill "
             "without chunk to get one merged PDF or one zip."
         )
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What a batch task read, for its lineage: the template's location (a conversion's
+    included), and the rows' columns with their types."""
+
+    template: str = ""
+    columns: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 class BatchFillOperator(BaseOperator):
@@ -541,6 +567,8 @@ class BatchFillOperator(BaseOperator):
         self.asset = asset
         self.fillpdf_conn_id = fillpdf_conn_id
         self.storage_conn_id = storage_conn_id
+        self._read = _Read()
+        self._written: BatchSummary | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:
         with FillPdfHook(self.fillpdf_conn_id) as hook:
@@ -549,6 +577,7 @@ class BatchFillOperator(BaseOperator):
             fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
             form = open_form(hook, self.template, fill_on=self.fill_on,
                              conn_id=self.storage_conn_id)  # fmt: skip
+            self._read = _Read(template_location(hook, str(self.template)))
             return self._fill(context, form, fit)
 
     def _fill(self, context: Context, form: Form, fit: Fit | None) -> dict[str, Any]:
@@ -566,6 +595,7 @@ class BatchFillOperator(BaseOperator):
         result: dict[str, Any] = {**summary.as_dict(), "format": self.output_format}
         result["out_dir"] = str(self.output_dir)
         result["manifest"] = store.uri(manifest)
+        self._written = summary
         if chunk:
             result["chunk"] = chunk
         self._log_summary(label, summary)
@@ -578,6 +608,36 @@ class BatchFillOperator(BaseOperator):
             enforce_failure_limit(summary.failed, summary.rows, summary.errors,
                                   self.max_failed_rows, result["manifest"])  # fmt: skip
         return result
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """For the OpenLineage provider: the rows (with their columns) and the template in,
+        the folder of PDFs (rows filled, bytes, files) and the manifest (its columns, its
+        rows) out."""
+        from fillpdf_provider import lineage
+
+        read, written = self._read, self._written
+        inputs = [lineage.input_dataset(str(self.rows), columns=read.columns or None)]
+        if read.template:
+            inputs.append(lineage.input_dataset(read.template))
+        if written is None:  # failed before its rows were filled
+            return lineage.lineage(inputs)
+        files = written.ok if self.output_format == "files" else int(written.ok > 0)
+        manifest = f"{str(self.output_dir).rstrip('/')}/" + (
+            f"{CHUNK_MANIFESTS}/{chunk_manifest_name(dict(self.chunk))}"
+            if self.chunk
+            else MANIFEST_NAME
+        )
+        outputs = [
+            lineage.output_dataset(
+                str(self.output_dir), rows=written.ok, size=written.bytes, files=files
+            ),
+            lineage.output_dataset(
+                manifest,
+                columns=[(f.name, str(f.type)) for f in MANIFEST_SCHEMA],
+                rows=written.rows,
+            ),
+        ]
+        return lineage.lineage(inputs, outputs)
 
     def _options(self, fit: Fit | None, chunk: dict[str, Any] | None) -> dict[str, Any]:
         """What ``fill_rows`` is given, from the operator's settings and its chunk."""
@@ -636,9 +696,11 @@ class BatchFillOperator(BaseOperator):
         """The rows' columns, and the name template checked against them: what would fail
         every row fails the task before any is filled."""
         try:
-            columns = columns_of(rows_path)
+            typed = column_types(rows_path)
         except ValueError as exc:  # the rows' format (pyarrow's errors are ValueErrors too)
             raise InputError(f"rows {self.rows!r}: {exc}") from None
+        self._read = _Read(self._read.template, typed)
+        columns = [name for name, _ in typed]
         check_names(self.name_template, columns)
         return columns
 

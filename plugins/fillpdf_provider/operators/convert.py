@@ -12,6 +12,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from fillpdf_provider.account import Account
 from fillpdf_provider.client import QuotaExceeded, RateLimited, schema_text
 from fillpdf_provider.engine.convert import ConversionResult
 from fillpdf_provider.engine.errors import SchemaError
@@ -121,6 +122,8 @@ class ConvertOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.fillpdf_conn_id = fillpdf_conn_id
         self.storage_conn_id = storage_conn_id
+        self._converted: tuple[list[dict[str, Any]], int | None] = ([], None)
+        self._account: Account | None = None
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         options = self._options()
@@ -141,7 +144,26 @@ class ConvertOperator(BaseOperator):
                 done[source] = self._write(store, source, result, digest)
             if metered:
                 self._record_billing(context, billed)
-        return [done[s] for s in sources]
+        self._converted = ([done[s] for s in sources], billed if metered else None)
+        return self._converted[0]
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """For the OpenLineage provider: each flat PDF in; each fillable PDF and its schema
+        JSON out, with the fields and their types as a schema facet; in api mode, the pages
+        billed, the plan and the pages left as the ``fillpdf_quota`` run facet."""
+        from fillpdf_provider import lineage
+
+        entries, billed = self._converted
+        inputs, outputs = [], []
+        for entry in entries:
+            fields = [(f["name"], f.get("type")) for f in entry.get("schema") or []]
+            inputs.append(lineage.input_dataset(entry["source"]))
+            outputs.append(lineage.output_dataset(entry["fillable_pdf"], columns=fields, files=1))
+            outputs.append(lineage.output_dataset(entry["schema_json"], columns=fields, files=1))
+        run_facets = {}
+        if billed is not None and self._account is not None:
+            run_facets = lineage.quota_facet(billed, self._account)
+        return lineage.lineage(inputs, outputs, run_facets)
 
     def _schema_and_digest(self) -> tuple[str | None, str | None]:
         """The ``schema`` option as JSON text, and the digest that marks files built from it
@@ -237,6 +259,7 @@ class ConvertOperator(BaseOperator):
         except NOT_RETRYABLE as exc:  # a key the service refuses: the connection to fix
             raise InputError(f"Connection {self.fillpdf_conn_id!r}: {exc}") from None
         report_gauges(self.fillpdf_conn_id, account)
+        self._account = account
         decision = decide(
             account,
             counts,

@@ -13,7 +13,13 @@ from airflow.sdk import BaseOperator, Context
 from fillpdf_provider.client import InvalidRequest
 from fillpdf_provider.engine.errors import FillPdfError
 from fillpdf_provider.hooks.fillpdf import FillPdfHook, InputError
-from fillpdf_provider.operators.forms import FILL_ON, fit_for, fit_on, open_form
+from fillpdf_provider.operators.forms import (
+    FILL_ON,
+    fit_for,
+    fit_on,
+    open_form,
+    template_location,
+)
 from fillpdf_provider.storage import Store
 
 SHOWN_VALUE = 60  # characters of a refused value quoted in an error
@@ -82,6 +88,7 @@ class FillOperator(BaseOperator):
         self.overflow = overflow
         self.min_font_size = min_font_size
         self.fillpdf_conn_id = fillpdf_conn_id
+        self._filled: tuple[str, list[tuple[str, str]], int] = ("", [], 0)
 
     def execute(self, context: Context) -> dict[str, Any]:
         import hashlib
@@ -93,6 +100,7 @@ class FillOperator(BaseOperator):
             fit = fit_on(hook, self.fill_on, fit_for(self.overflow, self.min_font_size))
             form = open_form(hook, self.template, fill_on=self.fill_on,
                              conn_id=self.storage_conn_id)  # fmt: skip
+            template = template_location(hook, str(self.template))
             try:
                 filled = form.fill_result(values, flatten=self.flatten, fit=fit)
             except (FillPdfError, InvalidRequest) as exc:  # the same values fail every retry
@@ -102,11 +110,22 @@ class FillOperator(BaseOperator):
         parent = str(self.output_path)[: -len(target.name)].rstrip("/") or "."
         Store(parent, self.storage_conn_id).write(target.name, data)
         self.log.info("wrote %s (%d bytes)", self.output_path, len(data))
+        self._filled = (template, [(f.name, f.type) for f in form.fields], len(data))
         if cut:
             self.log.warning("text cut to fit its box (overflow=%r): %s", self.overflow,
                              ", ".join(cut))  # fmt: skip
         return {"output": str(self.output_path), "bytes": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(), "cut": list(cut)}  # fmt: skip
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """For the OpenLineage provider: the template (its fields as a schema facet) in, the
+        PDF out (its bytes)."""
+        from fillpdf_provider import lineage
+
+        template, fields, size = self._filled
+        inputs = [lineage.input_dataset(template, columns=fields)] if template else []
+        outputs = [lineage.output_dataset(str(self.output_path), size=size, files=1)]
+        return lineage.lineage(inputs, outputs if template else [])
 
     def _values(self) -> dict[str, Any]:
         """``values`` as a mapping: given as one, or rendered to JSON (or Python) text."""

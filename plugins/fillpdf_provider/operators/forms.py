@@ -31,6 +31,11 @@ def is_conversion_id(template: str) -> bool:
     return template.startswith("conv_") and "/" not in template and "." not in template
 
 
+def template_location(hook: FillPdfHook, template: str) -> str:
+    """Where ``template`` lives: the path or URI given, or a conversion's location."""
+    return hook.conversion_location(template) if is_conversion_id(template) else template
+
+
 def fills_on_service(hook: FillPdfHook, fill_on: str) -> bool:
     """True when the service fills each row: ``fill_on="service"`` on a connection to one
     (the embedded engine fills on the worker whatever ``fill_on`` says)."""

@@ -66,16 +66,26 @@ class QualityCheckOperator(BaseOperator):
     :param max_failed_rows: (input) the fill's tolerance, a count or a fraction of the rows
         below 1: the check passes while no more rows than it allows have values the form
         can't take, and its summary names it. Default: none, every failure fails. Templated.
+    :param name_template: (input) the fill's output names, e.g. ``"{row}-{last_name}.pdf"``:
+        the columns it names count as used, so ``strict_columns`` does not refuse them.
+        Templated.
+    :param check_values: (input) ``False`` reads the form and the rows but checks no value
+        (no suite runs): a run that skips the check still fails here on a missing form.
+        Templated (``"{{ params.check_input }}"``).
     :param expected_rows: rows the manifest must have; default: as many as ``rows``.
     :param results: where to write the JSON results instead. Templated.
     :param storage_conn_id: connection for object-storage URIs that name none.
 
     XCom: the report without GX's raw result (kind, success, rows, failures, seconds).
+
+    Lineage: with the OpenLineage provider, the dataset checked (the rows, the manifest or
+    the schema) is reported as an input carrying each expectation as a data-quality
+    assertion, passed or failed, with its column; a failed check's event carries them too.
     """
 
     template_fields: Sequence[str] = (
         "template", "rows", "output_dir", "schema", "mapping", "strict_columns", "results",
-        "storage_conn_id", "max_failed_rows",
+        "storage_conn_id", "max_failed_rows", "name_template", "check_values",
     )  # fmt: skip
     ui_color = "#e8f4ea"
 
@@ -91,6 +101,8 @@ class QualityCheckOperator(BaseOperator):
         require_columns: Iterable[str] | None = None,
         strict_columns: bool | str = False,
         max_failed_rows: int | float | str | None = None,
+        name_template: str | None = None,
+        check_values: bool | str = True,
         expected_rows: int | None = None,
         results: str | None = None,
         fillpdf_conn_id: str = FillPdfHook.default_conn_name,
@@ -115,13 +127,24 @@ class QualityCheckOperator(BaseOperator):
         self.require_columns = list(require_columns) if require_columns is not None else None
         self.strict_columns = strict_columns
         self.max_failed_rows = max_failed_rows
+        self.name_template = name_template
+        self.check_values = check_values
         self.expected_rows = expected_rows
         self.results = results
         self.fillpdf_conn_id = fillpdf_conn_id
         self.storage_conn_id = storage_conn_id
+        self._report: QualityReport | None = None
+        self._template = ""
 
     def execute(self, context: Context) -> dict[str, Any]:
+        if self.kind == "input" and not flag_of("check_values", self.check_values):
+            self._form()  # a form that can't be read fails here, not in every fill
+            with contextlib.ExitStack() as files:
+                self._open(files, str(self.rows), NO_ROWS)
+            self.log.info("Input check off (check_values=False): the form and rows were read.")
+            return {"kind": "input", "checked": False}
         report = self.check()
+        self._report = report
         # the location the user gave, not the temporary copy a remote file was read from
         report.source = str(
             self.rows if self.kind == "input"
@@ -150,6 +173,7 @@ class QualityCheckOperator(BaseOperator):
                     rows, form_fields, mapping_of(self.mapping),
                     require_columns=self.require_columns,
                     strict_columns=flag_of("strict_columns", self.strict_columns),
+                    used=self._named_columns(),
                     date_formats=dates,
                     max_failed_rows=self.max_failed_rows,
                 )  # fmt: skip
@@ -165,6 +189,42 @@ class QualityCheckOperator(BaseOperator):
                     template_fields=fields, mapping=mapping_of(self.mapping),
                 )  # fmt: skip
         return self._schema_check()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """For the OpenLineage provider: the dataset checked, each expectation an assertion."""
+        return self._lineage()
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """As on completion: the failed expectations are the news."""
+        return self._lineage()
+
+    def _lineage(self) -> Any:
+        from fillpdf_provider import lineage
+
+        report = self._report
+        outcomes = report.results.get("results", []) if report is not None else None
+        assertions = lineage.assertions_facet(outcomes) if outcomes else None
+        checked = lineage.input_dataset(self._checked(), assertions=assertions)
+        inputs = [checked]
+        if self.kind == "input" and self._template:
+            inputs.append(lineage.input_dataset(self._template))
+        return lineage.lineage(inputs)
+
+    def _checked(self) -> str:
+        """The location of what this check reads: the rows, the manifest or the schema."""
+        if self.kind == "input":
+            return str(self.rows)
+        if self.kind == "manifest":
+            return self._manifest()
+        return str(self.schema or self._template or self.template)
+
+    def _named_columns(self) -> list[str]:
+        """The columns ``name_template`` names (none without one)."""
+        if not self.name_template:
+            return []
+        from fillpdf_provider.engine.batch import OutputNames
+
+        return list(OutputNames(str(self.name_template)).columns)
 
     def _open(self, files: contextlib.ExitStack, location: str, missing: str) -> Path:
         """A local copy of ``location`` for as long as ``files`` is open; a missing file's
@@ -186,9 +246,10 @@ class QualityCheckOperator(BaseOperator):
 
     def _form(self) -> tuple[list[Field], dict[str, str | None]]:
         """The form's fields and each date field's format (dates are checked in it)."""
-        from fillpdf_provider.operators.forms import open_form
+        from fillpdf_provider.operators.forms import open_form, template_location
 
         with self._hook() as hook:
+            self._template = template_location(hook, str(self.template))
             form = open_form(hook, str(self.template), conn_id=self.storage_conn_id)
             fields = list(form.fields)
             return fields, date_formats(form)
@@ -203,6 +264,7 @@ class QualityCheckOperator(BaseOperator):
         entries: list[Any] | None = None
         if is_conversion_id(template):
             with self._hook() as hook:
+                self._template = hook.conversion_location(template)
                 conversion = hook.get_conversion(template)
             pdf, entries = conversion.pdf, list(conversion.schema)
         else:
