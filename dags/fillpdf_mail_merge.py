@@ -29,8 +29,9 @@ Params (the trigger form checks each):
   hosts share nothing on local disk.
 - ``name_template``: the PDFs' names, from ``{row}`` (the row's number) and column names.
 - ``chunks``: how many mapped tasks share the rows, at most.
-- ``min_rows_per_chunk``: the fewest rows a mapped task is given (default 2,000): a task
-  takes seconds to start, so a table of fewer rows is filled by one.
+- ``min_rows_per_chunk``: the fewest rows a mapped task is given (default 10,000): a task
+  takes seconds to start, and a chunk this large has its files written by a process of
+  its own, as ``fillpdf batch`` does; a table of fewer rows is filled by one task.
 - ``max_failed_rows``: failed rows the run tolerates, a whole count or a fraction of the
   rows below 1 (default 0). The input check tolerates as many rows with values the form
   can't take (a missing column fails every row: never), and its summary names the
@@ -97,7 +98,7 @@ PARAMS = {
                     "min_rows_per_chunk rows)",
     ),
     "min_rows_per_chunk": Param(
-        2000, type="integer", minimum=1, title="Fewest rows a mapped task",
+        10_000, type="integer", minimum=1, title="Fewest rows a mapped task",
         description="A table with fewer rows than chunks x this uses fewer mapped tasks "
                     "(one below this many rows): each takes seconds to start",
     ),
