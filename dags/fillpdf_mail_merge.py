@@ -48,7 +48,7 @@ from pathlib import Path
 
 from airflow.sdk import Asset, Context, Param, dag, task
 
-from fillpdf_provider.operators import BatchFillOperator, merge_manifests, plan_chunks
+from fillpdf_provider.operators import BatchFillOperator, MergeManifestsOperator, plan_chunks
 from fillpdf_provider.quality import QualityCheckOperator
 
 INCLUDE = Path(__file__).resolve().parents[1] / "include"
@@ -205,21 +205,15 @@ def fillpdf_mail_merge() -> None:
         storage_conn_id="{{ params.storage_conn_id }}",
     ).expand(chunk=chunks)
 
-    @task(outlets=[OUTPUT_ASSET])
-    def collect(
-        chunks: list[dict[str, int]], params: dict | None = None, outlet_events=None
-    ) -> dict:
-        """Every chunk's manifest, from the store; the run's verdict on failed rows."""
-        assert params is not None
-        summary = merge_manifests(
-            params["output"],
-            chunks=chunks,
-            max_failed_rows=params["max_failed_rows"],
-            conn_id=params["storage_conn_id"] or None,
-        )
-        if outlet_events is not None:
-            outlet_events[OUTPUT_ASSET].extra = {"output": params["output"], **summary}
-        return summary
+    # Every chunk's manifest, from the store, joined in one; the run's verdict on failed rows.
+    collect = MergeManifestsOperator(
+        task_id="collect",
+        output_dir="{{ params.output }}",
+        chunks=chunks,
+        max_failed_rows="{{ params.max_failed_rows }}",
+        storage_conn_id="{{ params.storage_conn_id }}",
+        asset=OUTPUT_ASSET,
+    )
 
     check_output = QualityCheckOperator(
         task_id="check_manifest",
@@ -230,7 +224,7 @@ def fillpdf_mail_merge() -> None:
         mapping="{{ params.mapping | tojson }}",
         storage_conn_id="{{ params.storage_conn_id }}",
     )
-    fill >> collect(chunks) >> check_output
+    fill >> collect >> check_output
 
 
 fillpdf_mail_merge()

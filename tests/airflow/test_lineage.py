@@ -137,6 +137,11 @@ def test_each_chunk_reports_the_table_the_template_the_pdfs_and_its_manifest(mer
         assert columns == pq.read_schema(manifest_name).names
         total += len(manifest)
     assert total == pq.read_table(out / "manifest.parquet").num_rows
+    (merge,) = task_events(merged["events"], "collect", "COMPLETE")
+    assert sorted(d["name"] for d in merge["inputs"]) == [str(m) for m in manifests]
+    (manifest,) = merge["outputs"]
+    assert manifest["name"] == str(out / "manifest.parquet")
+    assert manifest["outputFacets"]["outputStatistics"]["rowCount"] == total
 
 
 def test_both_checks_report_each_expectation_on_the_dataset_they_checked(merged) -> None:

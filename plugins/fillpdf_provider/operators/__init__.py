@@ -8,11 +8,13 @@ from fillpdf_provider.operators.batch import (
 )
 from fillpdf_provider.operators.convert import ConvertOperator
 from fillpdf_provider.operators.fill import FillOperator
+from fillpdf_provider.operators.merge import MergeManifestsOperator
 
 __all__ = [
     "BatchFillOperator",
     "ConvertOperator",
     "FillOperator",
+    "MergeManifestsOperator",
     "check_batch_params",
     "merge_manifests",
     "plan_chunks",
