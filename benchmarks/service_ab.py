@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,13 +129,30 @@ def bare_round(what: str, requests: int, pdf: bytes, workers: int, load: str = "
             bare.stop()
 
 
-async def _drive(base: str, headers: dict[str, str], what: str, body: dict, requests: int) -> Round:
+Sender = Callable[[int, list[float] | None], Awaitable[bytes]]
+"""Sends ``count`` requests one after another, each latency added to the list where one is
+given; the last answer's body."""
+
+
+async def _load(send: Sender, what: str, requests: int) -> Round:
+    """``CONCURRENCY`` senders at once, after a warm-up: the round's rate and latencies."""
+    await asyncio.gather(*[send(20, None) for _ in range(CONCURRENCY)])
     latencies: list[float] = []
-    answered = b""
+    started = time.perf_counter()
+    answers = await asyncio.gather(
+        *[send(requests // CONCURRENCY, latencies) for _ in range(CONCURRENCY)]
+    )
+    wall = time.perf_counter() - started
+    cuts = statistics.quantiles(latencies, n=100)
+    pdf = answers[-1] if what == "fill" else b""
+    return Round(len(latencies) / wall, cuts[49] * 1000, cuts[98] * 1000, pdf)
+
+
+async def _drive(base: str, headers: dict[str, str], what: str, body: dict, requests: int) -> Round:
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
 
-        async def send(count: int, timed: bool) -> None:
-            nonlocal answered
+        async def send(count: int, latencies: list[float] | None) -> bytes:
+            answer = b""
             for _ in range(count):
                 started = time.perf_counter()
                 if what == "fill":
@@ -144,17 +161,12 @@ async def _drive(base: str, headers: dict[str, str], what: str, body: dict, requ
                     response = await client.get("/v1/account")
                 if response.status_code != 200:
                     raise RuntimeError(f"{response.status_code}: {response.text[:200]}")
-                if timed:
+                if latencies is not None:
                     latencies.append(time.perf_counter() - started)
-                answered = response.content
+                answer = response.content
+            return answer
 
-        await asyncio.gather(*[send(20, False) for _ in range(CONCURRENCY)])  # warm-up
-        started = time.perf_counter()
-        await asyncio.gather(*[send(requests // CONCURRENCY, True) for _ in range(CONCURRENCY)])
-        wall = time.perf_counter() - started
-    cuts = statistics.quantiles(latencies, n=100)
-    pdf = answered if what == "fill" else b""
-    return Round(len(latencies) / wall, cuts[49] * 1000, cuts[98] * 1000, pdf)
+        return await _load(send, what, requests)
 
 
 async def _drive_raw(
@@ -170,11 +182,9 @@ async def _drive_raw(
     if content:
         lines.append("Content-Type: application/json")
     request = "\r\n".join([*lines, "", ""]).encode() + content
-    latencies: list[float] = []
-    answered = b""
 
-    async def send(count: int, timed: bool) -> None:
-        nonlocal answered
+    async def send(count: int, latencies: list[float] | None) -> bytes:
+        answer = b""
         reader, writer = await asyncio.open_connection(host, int(port))
         try:
             for _ in range(count):
@@ -185,19 +195,13 @@ async def _drive_raw(
                 answer = await reader.readexactly(length)
                 if status != 200:
                     raise RuntimeError(f"{status}: {answer[:200]!r}")
-                if timed:
+                if latencies is not None:
                     latencies.append(time.perf_counter() - started)
-                answered = answer
         finally:
             writer.close()
+        return answer
 
-    await asyncio.gather(*[send(20, False) for _ in range(CONCURRENCY)])  # warm-up
-    started = time.perf_counter()
-    await asyncio.gather(*[send(requests // CONCURRENCY, True) for _ in range(CONCURRENCY)])
-    wall = time.perf_counter() - started
-    cuts = statistics.quantiles(latencies, n=100)
-    pdf = answered if what == "fill" else b""
-    return Round(len(latencies) / wall, cuts[49] * 1000, cuts[98] * 1000, pdf)
+    return await _load(send, what, requests)
 
 
 def _status_and_length(head: bytes) -> tuple[int, int]:

@@ -622,17 +622,12 @@ class BatchFillOperator(BaseOperator):
         if written is None:  # failed before its rows were filled
             return lineage.lineage(inputs)
         files = written.ok if self.output_format == "files" else int(written.ok > 0)
-        manifest = f"{str(self.output_dir).rstrip('/')}/" + (
-            f"{CHUNK_MANIFESTS}/{chunk_manifest_name(dict(self.chunk))}"
-            if self.chunk
-            else MANIFEST_NAME
-        )
         outputs = [
             lineage.output_dataset(
                 str(self.output_dir), rows=written.ok, size=written.bytes, files=files
             ),
             lineage.output_dataset(
-                manifest,
+                written.manifest,
                 columns=[(f.name, str(f.type)) for f in MANIFEST_SCHEMA],
                 rows=written.rows,
             ),

@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk import Asset, BaseOperator, Context
 
-from fillpdf_provider.engine.batch import MANIFEST_NAME, MANIFEST_SCHEMA
+from fillpdf_provider.engine.batch import MANIFEST_SCHEMA
 from fillpdf_provider.operators.batch import (
     CHUNK_MANIFESTS,
     chunk_manifest_name,
@@ -87,6 +87,7 @@ class MergeManifestsOperator(BaseOperator):
         outputs = []
         if merged is not None:
             columns = [(f.name, str(f.type)) for f in MANIFEST_SCHEMA]
-            manifest = f"{base}/{MANIFEST_NAME}"
-            outputs.append(lineage.output_dataset(manifest, columns=columns, rows=merged["rows"]))
+            outputs.append(
+                lineage.output_dataset(merged["manifest"], columns=columns, rows=merged["rows"])
+            )
         return lineage.lineage(inputs, outputs)

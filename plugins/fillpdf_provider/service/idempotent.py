@@ -127,46 +127,30 @@ async def claim(
     releasing it is owed (a no-op if it was not).
     """
     try:
-        return await _claim(
-            engine, account_id, key, request_hash, now, retention, owner, owner_alive, wait_s
-        )
+        deadline = time.monotonic() + wait_s
+        step = WAIT_FIRST_S
+        while True:
+            state = await anyio.to_thread.run_sync(
+                _try_claim, engine, account_id, key, request_hash, now, retention, owner
+            )
+            if not isinstance(state, _Running):
+                return state
+            if not await anyio.to_thread.run_sync(owner_alive, state.owner):
+                await anyio.to_thread.run_sync(_take_over, engine, account_id, key, state.owner)
+                continue
+            if time.monotonic() >= deadline:
+                raise ApiError(
+                    "rate_limit_error",
+                    "The first request with this Idempotency-Key is still running; retry shortly.",
+                    param="Idempotency-Key",
+                    headers={"Retry-After": "1"},
+                )
+            await asyncio.sleep(step)
+            step = min(step * 2, WAIT_MAX_S)
     except Exception as error:
         if db_outage.is_passing(error):
             db_outage.owe_claim(engine, db_outage.Claim(account_id, key, now, owner))
         raise
-
-
-async def _claim(
-    engine: Engine,
-    account_id: str,
-    key: str,
-    request_hash: str,
-    now: float,
-    retention: float,
-    owner: str,
-    owner_alive: Callable[[str | None], bool],
-    wait_s: float,
-) -> Stored | None:
-    deadline = time.monotonic() + wait_s
-    step = WAIT_FIRST_S
-    while True:
-        state = await anyio.to_thread.run_sync(
-            _try_claim, engine, account_id, key, request_hash, now, retention, owner
-        )
-        if not isinstance(state, _Running):
-            return state
-        if not await anyio.to_thread.run_sync(owner_alive, state.owner):
-            await anyio.to_thread.run_sync(_take_over, engine, account_id, key, state.owner)
-            continue
-        if time.monotonic() >= deadline:
-            raise ApiError(
-                "rate_limit_error",
-                "The first request with this Idempotency-Key is still running; retry shortly.",
-                param="Idempotency-Key",
-                headers={"Retry-After": "1"},
-            )
-        await asyncio.sleep(step)
-        step = min(step * 2, WAIT_MAX_S)
 
 
 def _take_over(engine: Engine, account_id: str, key: str, owner: str | None) -> None:
