@@ -133,6 +133,7 @@ bench-anchor: $(TEST_STAMP) $(ANCHOR_STAMP)
 # The review editor on two development forms, for the README (needs Chromium and ../shared).
 docs-screenshots: $(TEST_STAMP)
 	$(PY) docs/screenshots.py
+	$(PY) -m kits.script_gallery docs/scripts
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(ANCHOR_VENV) $(DEMO_OUT) $(DEMO_HOME) $(REPEAT_DIR) \

@@ -1,8 +1,9 @@
 """Fonts a value is drawn with: the fallback at the field's size, and fonts users add.
 
-Noto Sans (bundled) draws Latin, Greek and Cyrillic. Scripts it lacks (CJK, Hebrew ...) are
-drawn with the TrueType fonts a user lists in ``FILLPDF_FONTS``, embedded like Noto Sans, so
-a viewer without a CJK font of its own still shows them. The CJK tests use Debian's
+Noto Sans (bundled) draws Latin, Greek and Cyrillic; values in scripts that are shaped or
+reordered come from the shipped script fonts (``test_fill_scripts``). Other scripts are drawn
+with the TrueType fonts a user lists in ``FILLPDF_FONTS``, embedded like Noto Sans, so a
+viewer without a font of its own still shows them. The CJK tests use Debian's
 fonts-wqy-zenhei (``.ci/run`` installs it): a TrueType collection with Latin, Cyrillic and
 CJK in one font.
 """
@@ -122,11 +123,13 @@ def test_a_font_file_that_is_not_a_regular_file_is_not_read(
 
 
 @pytest.mark.parametrize("value", ["שלום", "مرحبا", "Lot 42 שלום"])
-def test_right_to_left_text_is_refused_rather_than_drawn_backwards(
+def test_right_to_left_text_is_laid_out_with_the_shipped_fonts_before_added_ones(
     cjk_font: Path, value: str
 ) -> None:
-    """The added font has Hebrew and Arabic letters, but the engine draws text left to
-    right without reordering or joining: a reader would see it backwards."""
+    """The added font has Hebrew and Arabic letters too; the shipped Noto fonts, which the
+    engine shapes and orders with, come first."""
     template = Template(Path(__file__).parents[2] / "include" / "sample_form.pdf")
-    with pytest.raises(FieldValueError, match="right-to-left"):
-        template.check({"full_name": value})
+    pdf = template.fill({"full_name": value})
+    names = embedded_fonts(pdf)
+    assert any(n.endswith(("+NotoSansHebrew-Regular", "+NotoSansArabic-Regular")) for n in names)
+    assert not any(name.endswith("+WenQuanYiZenHei") for name in names)

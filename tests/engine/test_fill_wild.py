@@ -112,11 +112,12 @@ def test_a_widgets_own_da_sets_its_size() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["ok \N{GRINNING FACE}", "\N{CHECK MARK}", "\N{GEORGIAN LETTER AN}"]
+    "value", ["ok \N{GRINNING FACE}", "\N{RUNIC LETTER FEHU FEOH FE F}", "\N{GEORGIAN LETTER AN}"]
 )
 def test_a_character_the_forms_cjk_font_lacks_is_refused(value: str) -> None:
-    """The form's Chinese font maps Unicode through Adobe-GB1, which has no emoji, check
-    marks or Georgian: a viewer would draw nothing, so the value is refused, by name."""
+    """The form's Chinese font maps Unicode through Adobe-GB1, which has no emoji, runes
+    or Georgian, nor does any font shipped: a viewer would draw nothing, so the value is
+    refused, by name."""
     template = Template.open(wild("pdfcpu__chineseSimple"))
     with pytest.raises(FieldValueError, match=r"firstName1.*U\+"):
         template.check({"firstName1": value})

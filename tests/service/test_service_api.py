@@ -17,6 +17,7 @@ import pdfplumber
 import pytest
 from pypdf import PdfReader
 
+from kits import script_gallery
 from kits.formkit import sample_form
 from kits.servicekit import Server, flat_form
 
@@ -484,3 +485,18 @@ def test_openapi_document_describes_the_api(server: Server) -> None:
     assert "multipart/form-data" in paths["/v1/convert"]["post"]["requestBody"]["content"]
     assert {"402", "415", "429", "502"} <= set(paths["/v1/convert"]["post"]["responses"])
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+def test_fill_values_in_every_script(server: Server) -> None:
+    """Arabic, Hebrew, Devanagari, Thai and CJK values through the service, flattened: each
+    reads back from its box, right-to-left letters in order from the right."""
+    with server.client(server.create_key()) as client:
+        body = {
+            "pdf_base64": base64.b64encode(script_gallery.form()).decode(),
+            "fields": [{"name": name, "type": "text"} for name in script_gallery.VALUES],
+            "values": script_gallery.values(),
+            "flatten": True,
+        }
+        response = client.post("/v1/fill", json=body)
+        assert response.status_code == 200, response.text
+    script_gallery.check_read_back(response.content)

@@ -210,6 +210,16 @@ def show(codes: bytes, two_byte: bool) -> bytes:
     return b"<" + codes.hex().encode("ascii") + b">" if two_byte else escape(codes)
 
 
+def _shown(style: TextStyle, codes: bytes, size: float) -> bytes:
+    """The operators showing ``codes`` from the current point: one ``Tj``, or what a font
+    that lays out its own lines (shaped text) draws."""
+    draw = getattr(style.font, "draw", None)
+    if draw is not None:
+        drawn: bytes = draw(codes, size)
+        return drawn
+    return show(codes, style.two_byte) + b" Tj"
+
+
 @dataclass(frozen=True)
 class Fit:
     """What to do with text that does not fit its box.
@@ -381,11 +391,20 @@ def wrap(text: str, font: Font, size: float, room: float) -> list[str]:
                 cut = _fitting_prefix(line, font, size, room, cache)
                 if cut == len(line):
                     break
+                cut = _before_marks(line, cut)
                 lines.append(line[:cut])
                 line = line[cut:]
                 width = _summed_width(font, line, cache)
         lines.append(line)
     return lines
+
+
+def _before_marks(line: str, cut: int) -> int:
+    """``cut`` moved back so a letter keeps its marks (a vowel sign, a tone mark) on its
+    line, unless the letter is the line's first."""
+    while cut > 1 and not line[cut].isascii() and unicodedata.category(line[cut])[0] == "M":
+        cut -= 1
+    return cut
 
 
 #: Points by which a running sum of widths may differ from ``Font.width``'s sum of the same
@@ -483,13 +502,13 @@ def _single(
         codes = font.encode(text) or b""
     baseline = _baseline(box, size, font, extent)
     x = _x(box, style.quadding, font.width(codes) * size)
-    line = b"/%s %s Tf %s\n%s %s Td %s Tj\n" % (
+    line = b"/%s %s Tf %s\n%s %s Td %s\n" % (
         style.font_name,
         _number(size),
         da.color,
         _number(x),
         _number(baseline),
-        show(codes, style.two_byte),
+        _shown(style, codes, size),
     )
     return [line], cut
 
@@ -499,8 +518,10 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
     height and the widest character allow (never smaller: the cells set the room)."""
     font = style.font
     cell = box.width / cells
-    chars = text[:cells]
-    glyphs = [font.encode(c) or b"" for c in chars]
+    split = getattr(font, "cells", None)  # shaped text: a letter with its marks, as seen
+    pieces: list[str] = split(text)[:cells] if split is not None else list(text[:cells])
+    chars = "".join(pieces)
+    glyphs = [font.encode(c) or b"" for c in pieces]
     widest = max((font.width(g) for g in glyphs), default=0.5)
     extent = ink_extent(font, chars)
     room_h = box.height - 2 * max(1.0, box.border)
@@ -516,11 +537,11 @@ def _comb(box: Box, style: TextStyle, text: str, cells: int, fit: Fit) -> list[b
     for index, codes in enumerate(glyphs):
         x = (start + index) * cell + (cell - font.width(codes) * size) / 2
         out.append(
-            b"%s %s Td %s Tj\n"
+            b"%s %s Td %s\n"
             % (
                 _number(x - previous),
                 _number(baseline if index == 0 else 0),
-                show(codes, style.two_byte),
+                _shown(style, codes, size),
             )
         )
         previous = x
@@ -660,8 +681,8 @@ def _line_ops(box: Box, style: TextStyle, lines: list[str], size: float, top: fl
         codes = font.encode(line) or b""
         x = _x(box, style.quadding, font.width(codes) * size)
         out.append(
-            b"%s %s Td %s Tj\n"
-            % (_number(x - previous_x), _number(y - previous_y), show(codes, style.two_byte))
+            b"%s %s Td %s\n"
+            % (_number(x - previous_x), _number(y - previous_y), _shown(style, codes, size))
         )
         previous_x, previous_y = x, y
         y -= leading
@@ -708,7 +729,7 @@ def listbox_stream(
         y = y_top - index * leading - size * font.ascent - (leading - size) / 2
         x = box.padding if index == 0 else 0
         body.append(
-            b"%s %s Td %s Tj\n" % (_number(x), _number(y - previous_y), show(codes, style.two_byte))
+            b"%s %s Td %s\n" % (_number(x), _number(y - previous_y), _shown(style, codes, size))
         )
         previous_y = y
     body.append(b"ET\nQ\nEMC")

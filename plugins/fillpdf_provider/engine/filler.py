@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -21,7 +20,7 @@ from typing import Any, SupportsIndex, SupportsInt, TypeGuard
 from pypdf import PageObject
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
 
-from fillpdf_provider.engine import fonts
+from fillpdf_provider.engine import fonts, shaping
 from fillpdf_provider.engine.appearance import (
     Box,
     DefaultAppearance,
@@ -59,6 +58,7 @@ from fillpdf_provider.engine.form import (
 from fillpdf_provider.engine.incremental import append_update
 from fillpdf_provider.engine.pdfsyntax import dict_without, name, ref, serialize, text_string
 from fillpdf_provider.engine.schema import Field
+from fillpdf_provider.engine.shaped_font import ShapedFont, ShapedGlyphs
 from fillpdf_provider.engine.source import PdfInput, open_pdf, reading_pdf
 
 _TEXT_KINDS = ("text", "date", "signature", "choice")
@@ -68,6 +68,9 @@ _ROOM_KINDS = ("text", "date", "signature")
 BUTTON_KINDS = ("checkbox", "radio", "choice")
 #: A row's embedded subsets: fallback font index -> (subset, object number of its font).
 _Unicode = dict[int, tuple[fonts.UnicodeSubset, int]]
+#: The font a value is drawn with, when it is laid out by script (``shaping``) rather than
+#: drawn character by character with one font.
+SHAPED = -1
 _DROP_TEXT = frozenset({"/V", "/AP", "/AS", "/I"})
 _DROP_BUTTON = frozenset({"/V", "/AS"})
 _DROP_BUTTON_AP = frozenset({"/V", "/AS", "/AP"})
@@ -87,6 +90,7 @@ class _WidgetPlan:
     merged: bool  # the widget is also the field dictionary (it holds /V)
     da: DefaultAppearance  # the widget's own /DA where it has one, else the field's
     quadding: int
+    aligned: bool  # the form states the alignment (else a right-to-left value goes right)
     style: TextStyle | None = None  # text-like fields: the form's own font, when usable
     helvetica: TextStyle | None = None  # ... and Helvetica in the widget's /DA, made once
     button_ap: bytes = b""  # buttons whose appearances we drew or renamed: their /AP entry ...
@@ -135,6 +139,13 @@ class _Row:
     states: dict[int, str] = dataclasses.field(default_factory=dict)  # button widget -> /AS
     cut: list[str] = dataclasses.field(default_factory=list)  # fields whose text was cut
     fallback: dict[str, int] = dataclasses.field(default_factory=dict)  # text -> its font
+    shaped: ShapedGlyphs | None = None  # the subsets shaped values draw from, when any
+
+    def allocate(self, count: int) -> int:
+        """The first of ``count`` fresh object numbers."""
+        number = self.next_number
+        self.next_number += count
+        return number
 
     @property
     def option_fit(self) -> Fit:
@@ -238,6 +249,8 @@ class Template:
                 self._emit_text(row, plan, str(value), unicode)  # a str: validated
             else:
                 self._emit_button(row, plan, value)
+        if row.shaped is not None:
+            row.objects.extend(row.shaped.objects())
         if flatten:
             # Flattening reads the pages through pypdf, whose reader is not safe to share
             # between threads (a service fills one template from several).
@@ -289,12 +302,18 @@ class Template:
         shown = form_field.displays.get(value, value) if form_field.kind == "choice" else value
         v_entry = _text_v_entry(form_field, value)
         for wp in plan.widgets:
-            style = self._style_for(wp, plan, shown, unicode, row.fallback)
+            style = self._style_for(wp, plan, shown, unicode, row)
             if form_field.is_listbox:
                 content = _listbox_content(wp, style, plan, value)
             else:
                 content = _text_content(row, wp, style, plan, shown)
-            resources = b"/Font<</%s %s>>" % (style.font_name, self._font_value(style, unicode))
+            if isinstance(style.font, ShapedFont):
+                resources = b"/Font<<%s>>" % style.font.resources()
+            else:
+                resources = b"/Font<</%s %s>>" % (
+                    style.font_name,
+                    self._font_value(style, unicode),
+                )
             ap = row.add(form_xobject(wp.box, content, resources))
             row.drawn[wp.number] = (ap, wp.box)
             extra = v_entry if wp.merged else b""
@@ -331,17 +350,20 @@ class Template:
         plan: _FieldPlan,
         text: str,
         unicode: _Unicode,
-        row_fallback: dict[str, int] | None = None,
+        row: _Row,
     ) -> TextStyle:
         """The form's font if it can show ``text``, else Helvetica, else the first embedded
-        font with all its characters (``row_fallback``: that font, found for the row)."""
+        font with all its characters (``row.fallback``: that font, found for the row), else
+        the value laid out by script."""
         sample = _printable(text if not plan.field.is_listbox else "".join(plan.items))
         if wp.style is not None and wp.style.font.encode(sample) is not None:
             return wp.style
         helvetica = wp.helvetica or _helvetica_style(wp)
         if helvetica.font.encode(sample) is not None:
             return helvetica
-        return self._unicode_style(wp, sample, unicode, row_fallback) or helvetica
+        if row.fallback.get(sample) == SHAPED:
+            return _shaped_style(wp, sample, row)
+        return self._unicode_style(wp, sample, unicode, row.fallback) or helvetica
 
     def _unicode_style(
         self,
@@ -377,9 +399,10 @@ class Template:
         WinAnsi can show)."""
         embedded: _Unicode = {}
         for index, chars in sorted(self._unicode_chars(chosen, row.fallback).items()):
+            if index == SHAPED:
+                continue
             subset = fonts.unicode_subset(chars, index)
-            refs = fonts.FontRefs.starting_at(row.next_number)
-            row.next_number += 5
+            refs = fonts.FontRefs.starting_at(row.allocate(5))
             row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
             embedded[index] = (subset, refs.font)
         return embedded
@@ -390,8 +413,11 @@ class Template:
         """The characters each fallback font's subset needs for the row, after refusing any
         value with a character no font of the engine, the user or the form can draw (it
         would show as nothing). A value is drawn by the first fallback font that has all of
-        its characters; an embedded font comes before the form's own CJK font, which a
-        viewer without that font shows as nothing."""
+        its characters. A value in a script that must be shaped or reordered (Arabic,
+        Hebrew, Indic, Thai ...), or one no single font draws, is laid out by script with
+        the shipped fonts (``SHAPED``: its glyphs are chosen as it is drawn). Embedded fonts
+        come before the form's own CJK font, which a viewer without that font shows as
+        nothing: it draws only what no embedded font has."""
         helvetica = fonts.core_font("Helvetica")
         chars: dict[int, set[str]] = {}
         for plan, value in chosen:
@@ -407,14 +433,16 @@ class Template:
             text = _printable(text)
             if helvetica.encode(text) is not None:
                 continue
-            _refuse_right_to_left(plan.field.name, text)
-            index = fonts.fallback_for(text)
+            laid_out = shaping.needs_layout(text)
+            index = None if laid_out else fonts.fallback_for(text)
             if index is not None:
                 chars.setdefault(index, set()).update(text)
-                if found is not None:
-                    found[text] = index
-            elif self._cid_style(plan.da, text, 0) is None:
+            elif not shaping.missing(text):
+                index = SHAPED  # before the form's own CJK font, which may not be embedded
+            elif laid_out or self._cid_style(plan.da, text, 0) is None:
                 raise FieldValueError(plan.field.name, _undrawable(text))
+            if found is not None and index is not None:
+                found[text] = index
         return {index: frozenset(found) for index, found in chars.items()}
 
     def _resource_fonts(self) -> dict[str, tuple[bytes, fonts.SimpleFont | fonts.CidFont | None]]:
@@ -484,6 +512,7 @@ class Template:
             widget_ref.idnum == target.ref.idnum,  # merged: the widget holds /V
             DefaultAppearance.parse(str(own_da)) if own_da is not None else da,
             _int(own_q, form_field.quadding),
+            own_q is not None or form_field.aligned,
         )
         if form_field.kind in ("checkbox", "radio"):
             wp.button_ap, wp.button_on = self._button_appearance(form_field, widget, box, wp.da)
@@ -709,6 +738,16 @@ def _listbox_content(wp: _WidgetPlan, style: TextStyle, plan: _FieldPlan, value:
     return listbox_stream(wp.box, style, plan.items, selected, top)
 
 
+def _shaped_style(wp: _WidgetPlan, text: str, row: _Row) -> TextStyle:
+    """``text`` laid out by script, from the row's shaped subsets; a right-to-left value is
+    aligned right where the form states no alignment."""
+    if row.shaped is None:
+        row.shaped = ShapedGlyphs(row.allocate)
+    font = ShapedFont(row.shaped, text)
+    quadding = wp.quadding if wp.aligned or not font.rtl else 2
+    return TextStyle(font.font_name, font, True, wp.da, quadding)
+
+
 def _helvetica_style(wp: _WidgetPlan) -> TextStyle:
     """Helvetica at the widget's ``/DA`` size and colour, made on first use and kept."""
     style = TextStyle(b"Helv", fonts.core_font("Helvetica"), False, wp.da, wp.quadding)
@@ -887,23 +926,9 @@ def drawable(appearance: object) -> bool:
     return abs(x1 - x0) > 0 and abs(y1 - y0) > 0
 
 
-def _refuse_right_to_left(field: str, text: str) -> None:
-    """Hebrew, Arabic and other right-to-left scripts need reordering (and Arabic joining)
-    that the engine does not do: drawn as stored, a reader would see them backwards."""
-    rtl = sorted({c for c in text if unicodedata.bidirectional(c) in ("R", "AL")})
-    if rtl:
-        listed = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in rtl[:4])
-        raise FieldValueError(
-            field,
-            f"{listed} {'is' if len(rtl) == 1 else 'are'} right-to-left script, which the "
-            "engine cannot lay out yet (it would draw the letters in the wrong order); fill "
-            "this field with a viewer or leave it out.",
-        )
-
-
 def _undrawable(text: str) -> str:
     """Why no font draws ``text``: the characters none has, or that none has them all."""
-    missing = fonts.unicode_missing(text)
+    missing = shaping.missing(text)
     if missing:
         listed = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in sorted(set(missing))[:8])
         more = len(set(missing)) - 8
@@ -913,8 +938,8 @@ def _undrawable(text: str) -> str:
     added = fonts.added_fonts()
     skipped = f" ({'; '.join(added.skipped[:3])})" if added.skipped else ""
     return (
-        f"{what}: the engine draws Latin, Greek and Cyrillic, CJK where the form has a "
-        f"Unicode CJK font, and what the TrueType fonts in {fonts.FONTS_ENV} have"
+        f"{what}: the engine draws Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari, Thai, "
+        f"Chinese, Japanese and Korean, and what the TrueType fonts in {fonts.FONTS_ENV} have"
         f"{skipped}; transliterate or remove these characters, or add a font that has them."
     )
 

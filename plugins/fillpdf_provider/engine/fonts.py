@@ -313,6 +313,11 @@ class _Glyphs:
         #: An upright regular face: tried before bold and italic ones of a folder.
         self.regular = _upright_regular(os2)
 
+    @property
+    def data(self) -> bytes:
+        """The font file's bytes, as read."""
+        return self._data
+
     def raw_glyph(self, gid: int) -> bytes:
         return self._data[self._glyf + self._loca[gid] : self._glyf + self._loca[gid + 1]]
 
@@ -345,6 +350,13 @@ class _Glyphs:
             return (0, 0)
         y_min, _, y_max = struct.unpack_from(">3h", self._data, self._glyf + self._loca[gid] + 4)
         return (y_min, y_max)
+
+    def horizontal(self, gid: int) -> tuple[int, int]:
+        """(xMin, xMax) of glyph ``gid``'s outline, (0, 0) for an empty glyph."""
+        if self._loca[gid + 1] - self._loca[gid] < 10:
+            return (0, 0)
+        x_min, _, x_max = struct.unpack_from(">3h", self._data, self._glyf + self._loca[gid] + 2)
+        return (x_min, x_max)
 
     def bbox(self, gids: Iterable[int]) -> tuple[int, int, int, int]:
         """The bounds of the outlines of ``gids`` (font units)."""
@@ -559,6 +571,53 @@ def fallback_for(text: str) -> int | None:
     return None
 
 
+#: The fonts the package ships for the scripts Noto Sans lacks: (fontpkg module or file in
+#: ``data/fonts``, name). Shaped text takes each run's font from these, in this order.
+SCRIPT_FONTS: tuple[tuple[str, str], ...] = (
+    ("fontpkg_noto_sans_arabic", "Noto Sans Arabic"),
+    ("NotoSansHebrew-Regular.ttf", "Noto Sans Hebrew"),
+    ("fontpkg_noto_sans_devanagari", "Noto Sans Devanagari"),
+    ("fontpkg_noto_sans_thai", "Noto Sans Thai"),
+    ("wqy-microhei.ttc", "WenQuanYi Micro Hei"),
+)
+
+
+def script_fonts() -> tuple[_Glyphs, ...]:
+    """The fonts shaped text is drawn with, in the order a run tries them: Noto Sans, the
+    script fonts the package ships, then the user's (``FILLPDF_FONTS``)."""
+    return _script_fonts(os.environ.get(FONTS_ENV, ""))
+
+
+@cache
+def _script_fonts(setting: str) -> tuple[_Glyphs, ...]:
+    return (_noto(), *_shipped_script_fonts(), *_added_fonts(setting).fonts)
+
+
+@cache
+def _shipped_script_fonts() -> tuple[_Glyphs, ...]:
+    """The shipped script fonts, each read when shaped text first needs fonts (a missing
+    font package leaves its script to the user's fonts; the error naming the characters
+    says so)."""
+    found = []
+    for source, name in SCRIPT_FONTS:
+        try:
+            found.append(_Glyphs(_script_font_path(source).read_bytes(), name, None))
+        except (ImportError, OSError, ValueError):
+            continue
+    return tuple(found)
+
+
+def _script_font_path(source: str) -> Path:
+    if source.endswith((".ttf", ".ttc")):
+        return Path(__file__).with_name("data") / "fonts" / source
+    package = importlib.import_module(source)
+    files = sorted((Path(str(package.__file__)).parent / "files").glob("*.ttf"))
+    upright = [p for p in files if "Italic" not in p.name]
+    if not upright:
+        raise FileNotFoundError(source)
+    return upright[0]
+
+
 class _CoveredCmap:
     """The font's best Unicode ``cmap`` (format 12 before format 4, as fontTools'
     ``getBestCmap`` chooses), cut to the covered blocks: ``code in cmap``, ``cmap[code]``.
@@ -709,14 +768,6 @@ def _unhinted(data: bytes) -> bytes:
     return bytes(patched[:end]) if instructions else data
 
 
-def unicode_missing(text: str) -> str:
-    """The characters of ``text`` that no embedded font can show (empty if none)."""
-    cmaps = [font.cmap for font in fallbacks()]
-    return "".join(
-        sorted({c for c in text if c not in "\n\r\t" and not any(ord(c) in m for m in cmaps)})
-    )
-
-
 @cache
 def _subset_cache() -> dict[tuple[int, frozenset[str]], UnicodeSubset]:
     return {}
@@ -801,55 +852,111 @@ class UnicodeSubset:
         if self._program is None:
             raw = _subset_program(g, self._old, self._new, self._bbox)
             self._program = (len(raw), zlib.compress(raw, 6))
-        program = self._program
-        base = f"{_subset_tag(self._old, g.postscript_name)}+{g.postscript_name}".encode()
-        scale = 1000 / g.units_per_em
-        widths = b" ".join(
-            b"%d[%d]" % (new, round(g.advance(self._old[new]) * scale))
-            for new in sorted(self._chars)
+        return _embedding_objects(g, self._old, self._bbox, self._chars, ref, self._program)
+
+
+def _embedding_objects(
+    g: _Glyphs,
+    old: list[int],
+    bbox: tuple[int, int, int, int],
+    chars: dict[int, str],
+    ref: FontRefs,
+    program: tuple[int, bytes],
+) -> list[tuple[int, bytes]]:
+    """The five objects embedding a subset whose code ``n`` draws glyph ``old[n]`` of ``g``
+    and reads back as ``chars[n]``; ``program`` is its TrueType program (length, deflated)."""
+    base = f"{_subset_tag(old, g.postscript_name)}+{g.postscript_name}".encode()
+    scale = 1000 / g.units_per_em
+    widths = b" ".join(
+        b"%d[%d]" % (new, round(g.advance(old[new]) * scale)) for new in sorted(chars)
+    )
+    x0, y0, x1, y1 = (round(v * scale) for v in bbox)
+    descriptor = (
+        b"<</Type/FontDescriptor/FontName/%s/Flags 32/FontBBox[%d %d %d %d]/ItalicAngle 0"
+        b"/Ascent %d/Descent %d/CapHeight %d/StemV 80/FontFile2 %d 0 R>>"
+        % (
+            base,
+            x0,
+            y0,
+            x1,
+            y1,
+            round(g.ascent * 1000),
+            round(g.descent * 1000),
+            round(g.cap_height * 1000),
+            ref.file,
         )
-        x0, y0, x1, y1 = (round(v * scale) for v in self._bbox)
-        descriptor = (
-            b"<</Type/FontDescriptor/FontName/%s/Flags 32/FontBBox[%d %d %d %d]/ItalicAngle 0"
-            b"/Ascent %d/Descent %d/CapHeight %d/StemV 80/FontFile2 %d 0 R>>"
-            % (
-                base,
-                x0,
-                y0,
-                x1,
-                y1,
-                round(g.ascent * 1000),
-                round(g.descent * 1000),
-                round(g.cap_height * 1000),
-                ref.file,
-            )
-        )
-        cid_font = (
-            b"<</Type/Font/Subtype/CIDFontType2/BaseFont/%s/CIDSystemInfo<</Registry(Adobe)"
-            b"/Ordering(Identity)/Supplement 0>>/FontDescriptor %d 0 R/DW 1000/W[%s]"
-            b"/CIDToGIDMap/Identity>>" % (base, ref.descriptor, widths)
-        )
-        type0 = (
-            b"<</Type/Font/Subtype/Type0/BaseFont/%s/Encoding/Identity-H/DescendantFonts[%d 0 R]"
-            b"/ToUnicode %d 0 R>>" % (base, ref.cid_font, ref.to_unicode)
-        )
-        font_file = b"<</Length %d/Length1 %d/Filter/FlateDecode>>\nstream\n%s\nendstream" % (
-            len(program[1]),
-            program[0],
-            program[1],
-        )
-        cmap = zlib.compress(_to_unicode_cmap(self._chars), 9)  # a fixed level: same bytes
-        to_unicode = b"<</Length %d/Filter/FlateDecode>>\nstream\n%s\nendstream" % (
-            len(cmap),
-            cmap,
-        )
-        return [
-            (ref.font, type0),
-            (ref.cid_font, cid_font),
-            (ref.descriptor, descriptor),
-            (ref.file, font_file),
-            (ref.to_unicode, to_unicode),
-        ]
+    )
+    cid_font = (
+        b"<</Type/Font/Subtype/CIDFontType2/BaseFont/%s/CIDSystemInfo<</Registry(Adobe)"
+        b"/Ordering(Identity)/Supplement 0>>/FontDescriptor %d 0 R/DW 1000/W[%s]"
+        b"/CIDToGIDMap/Identity>>" % (base, ref.descriptor, widths)
+    )
+    type0 = (
+        b"<</Type/Font/Subtype/Type0/BaseFont/%s/Encoding/Identity-H/DescendantFonts[%d 0 R]"
+        b"/ToUnicode %d 0 R>>" % (base, ref.cid_font, ref.to_unicode)
+    )
+    font_file = b"<</Length %d/Length1 %d/Filter/FlateDecode>>\nstream\n%s\nendstream" % (
+        len(program[1]),
+        program[0],
+        program[1],
+    )
+    cmap = zlib.compress(_to_unicode_cmap(chars), 9)  # a fixed level: same bytes
+    to_unicode = b"<</Length %d/Filter/FlateDecode>>\nstream\n%s\nendstream" % (
+        len(cmap),
+        cmap,
+    )
+    return [
+        (ref.font, type0),
+        (ref.cid_font, cid_font),
+        (ref.descriptor, descriptor),
+        (ref.file, font_file),
+        (ref.to_unicode, to_unicode),
+    ]
+
+
+class GlyphSubset:
+    """The glyphs of one font that shaping chose for one output, coded 1..n in the order
+    they are first drawn, with what each reads back as (ToUnicode).
+
+    Shaped text is drawn by glyph, not by character (a contextual form, a ligature, a
+    reordered vowel sign), so the subset grows as lines are drawn. A glyph that stands for
+    different characters in different places (one letter body under several dot patterns)
+    gets a code, and a copy, for each: every code reads back as what it drew.
+    """
+
+    def __init__(self, glyphs: _Glyphs, refs: FontRefs) -> None:
+        self._glyphs = glyphs
+        self.refs = refs
+        self._old: list[int] = [0]  # code -> glyph id; code 0 is .notdef
+        self._codes: dict[tuple[int, str], tuple[bytes, float]] = {}  # (glyph, text) -> code
+        self._chars: dict[int, str] = {}  # code -> the text it reads back as
+
+    def code(self, gid: int, text: str) -> tuple[bytes, float]:
+        """The two-byte code drawing glyph ``gid`` for ``text`` and its width per 1 pt, as
+        ``/W`` says."""
+        known = self._codes.get((gid, text))
+        if known is None:
+            g = self._glyphs
+            number = len(self._old)
+            self._old.append(gid)
+            self._chars[number] = text or "\u200b"  # (a glyph of no character: read as nothing)
+            width = round(g.advance(gid) * 1000 / g.units_per_em) / 1000
+            known = self._codes[(gid, text)] = (number.to_bytes(2, "big"), width)
+        return known
+
+    def pdf_objects(self) -> list[tuple[int, bytes]]:
+        """The five objects that embed the glyphs drawn so far."""
+        g = self._glyphs
+        drawn = set(self._old)
+        parts = sorted(_with_components(g, drawn) - drawn)
+        old = self._old + parts
+        new: dict[int, int] = {}
+        for index, gid in enumerate(old):
+            new.setdefault(gid, index)  # a component points at the first copy
+        bbox = g.bbox(old)
+        raw = _subset_program(g, old, new, bbox)
+        program = (len(raw), zlib.compress(raw, 6))
+        return _embedding_objects(g, old, bbox, self._chars, self.refs, program)
 
 
 class FontRefs(NamedTuple):

@@ -73,6 +73,9 @@ class FormField:
     options: tuple[str, ...] | None = None
     displays: dict[str, str] = field(default_factory=dict)  # choice export -> shown text
     states: dict[str, list[str]] = field(default_factory=dict)  # radio option -> on-states
+    #: Whether the form states an alignment (``/Q`` on the field, a parent or the AcroForm):
+    #: a right-to-left value is drawn from the right unless it does.
+    aligned: bool = False
     is_listbox: bool = False
     date_format: str | None = None
 
@@ -253,7 +256,7 @@ class _Walk:
     dictionaries met (by object number), and each button field's kids by object number and
     place, worked out once per field: a radio group can have thousands of kids."""
 
-    defaults: tuple[str, int]  # the AcroForm's /DA and /Q, for fields without their own
+    defaults: tuple[str, int | None]  # the AcroForm's /DA and /Q, for fields without their own
     by_name: dict[str, FormField] = field(default_factory=dict)
     targets: dict[int, Target] = field(default_factory=dict)
     places: dict[int, dict[int, int]] = field(default_factory=dict)
@@ -276,11 +279,13 @@ def read_fields(reader: PdfReader) -> list[FormField]:
     return fields
 
 
-def _form_defaults(acroform: DictionaryObject | None) -> tuple[str, int]:
-    """The AcroForm's ``/DA`` and ``/Q``: what a field without its own inherits."""
+def _form_defaults(acroform: DictionaryObject | None) -> tuple[str, int | None]:
+    """The AcroForm's ``/DA`` and ``/Q`` (None: it states no alignment): what a field
+    without its own inherits."""
     if acroform is None:
-        return "", 0
-    return str(acroform.get("/DA", "") or ""), int(acroform.get("/Q", 0) or 0)
+        return "", None
+    q = acroform.get("/Q")
+    return str(acroform.get("/DA", "") or ""), int(q or 0) if q is not None else None
 
 
 def _page_widgets(page: PageObject) -> Iterator[tuple[DictionaryObject, IndirectObject | None]]:
@@ -391,7 +396,7 @@ def _new_field(
     flags: int,
     obj: DictionaryObject,
     target: Target,
-    defaults: tuple[str, int],
+    defaults: tuple[str, int | None],
 ) -> FormField:
     """A field from its dictionary; ``/DA`` and ``/Q`` fall back to the AcroForm's."""
     max_len = inherited(obj, "/MaxLen")
@@ -406,6 +411,7 @@ def _new_field(
         flags=flags,
         da=str(inherited(obj, "/DA", "") or defaults[0]),
         quadding=int(inherited(obj, "/Q", defaults[1]) or 0),
+        aligned=inherited(obj, "/Q", defaults[1]) is not None,
         max_length=max_length,
         label=_text(label) if label is not None else None,
         targets=[target],
