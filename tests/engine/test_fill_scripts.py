@@ -275,3 +275,35 @@ def test_controls_and_stray_marks_fill_or_are_refused_by_name(value: str) -> Non
             assert refused.param == "f"
         else:
             assert pdf == template.fill({"f": value}, flatten=flatten)
+
+
+def test_decomposed_marks_draw_as_their_composed_letters() -> None:
+    """``e`` + U+0301 is shaped to the font's ``é`` (a mark alone would sit where its own
+    outline puts it, clear of a capital): the same ink as the composed value's."""
+    composed, decomposed = "Tiếng Việt Ế", "Tiê\u0301ng Viê\u0323t Ê\u0301"
+    specs = [Spec(name, "text", script_gallery.box(i)) for i, name in enumerate("ab")]
+    pdf = Template(build_form(specs)).fill({"a": composed, "b": decomposed}, flatten=True)
+    with viewcheck.Raster(pdf, scale=3) as raster:
+        inks = [raster.ink(0, script_gallery.box(i), pad=-1.0) for i in range(2)]
+    assert abs(inks[0] - inks[1]) <= inks[0] * 0.02, inks
+    read = "".join(str(c["text"]) for c in viewcheck.chars_in_rect(pdf, 0, script_gallery.box(1)))
+    assert unicodedata.normalize("NFC", read).replace(" ", "") == composed.replace(" ", "")
+
+
+def test_choices_in_right_to_left_scripts_show_their_option_from_the_right() -> None:
+    specs = [
+        Spec("combo", "combo", (60, 700, 300, 720), options=["القاهرة", "دبي", "Paris"]),
+        Spec("list", "listbox", (60, 600, 300, 680), options=["תל אביב", "ירושלים", "חיפה"]),
+    ]
+    pdf = Template(build_form(specs)).fill({"combo": "دبي", "list": "ירושלים"}, flatten=True)
+    combo = viewcheck.chars_in_rect(pdf, 0, (60, 700, 300, 720))
+    assert (
+        right_to_left_letters(
+            "".join(str(c["text"]) for c in sorted(combo, key=lambda c: -float(c["x0"])))
+        )
+        == "دبي"
+    )
+    assert min(float(c["x0"]) for c in combo) > 200  # from the right
+    options = viewcheck.chars_in_rect(pdf, 0, (60, 600, 300, 680))
+    assert readable("".join(str(c["text"]) for c in options)) == readable("תל אביבירושליםחיפה")
+    assert max(float(c["x1"]) for c in options) > 290

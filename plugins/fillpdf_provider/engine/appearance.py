@@ -723,15 +723,19 @@ def listbox_stream(
         )
     )
     body.append(b"BT\n/%s %s Tf %s\n" % (style.font_name, _number(size), da.color))
-    previous_y = 0.0
+    # Options start at the left, as viewers draw them; laid out by script, they follow the
+    # style's alignment (a right-to-left list goes right).
+    quadding = style.quadding if getattr(font, "draw", None) is not None else 0
+    previous_x, previous_y = 0.0, 0.0
     for index, item in enumerate(items[top : top + visible]):
         codes = font.encode(item) or b""
         y = y_top - index * leading - size * font.ascent - (leading - size) / 2
-        x = box.padding if index == 0 else 0
+        x = _x(box, quadding, font.width(codes) * size) if quadding else box.padding
         body.append(
-            b"%s %s Td %s\n" % (_number(x), _number(y - previous_y), _shown(style, codes, size))
+            b"%s %s Td %s\n"
+            % (_number(x - previous_x), _number(y - previous_y), _shown(style, codes, size))
         )
-        previous_y = y
+        previous_x, previous_y = x, y
     body.append(b"ET\nQ\nEMC")
     return b"".join(body)
 

@@ -43,17 +43,23 @@ Glyph = tuple[int, float, float, float, str]
 
 
 def needs_layout(text: str) -> bool:
-    """Whether ``text`` has characters that must be shaped or reordered to read right."""
+    """Whether ``text`` has characters that must be shaped or reordered to read right: a
+    script of ``SHAPED_RANGES``, a right-to-left letter, or a combining mark (placed on its
+    letter by the font's own positioning, or composed with it, in any script)."""
     if text.isascii():
         return False
-    return any(_shaped(ord(c)) for c in text if ord(c) >= 0x0590)
+    return any(_shaped(ord(c)) for c in text if ord(c) >= 0x0300)
 
 
 @lru_cache(maxsize=8192)
 def _shaped(code: int) -> bool:
     if any(lo <= code <= hi for lo, hi in SHAPED_RANGES):
         return True
-    return unicodedata.bidirectional(chr(code)) in ("R", "AL")
+    char = chr(code)
+    return unicodedata.bidirectional(char) in ("R", "AL") or unicodedata.category(char) in (
+        "Mn",
+        "Me",
+    )
 
 
 def missing(text: str) -> str:
