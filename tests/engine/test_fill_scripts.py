@@ -20,7 +20,9 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 from pypdf.generic import NameObject, NumberObject
 
-from fillpdf_provider.engine import FieldValueError, Fit, Template
+from fillpdf_provider.engine import FieldValueError, Fit, Template, TextOverflowError
+from fillpdf_provider.engine.appearance import wrap
+from fillpdf_provider.engine.shaped_font import ShapedFont, ShapedGlyphs
 from kits import script_gallery, viewcheck
 from kits.cli_support import run
 from kits.formkit import Spec, build_form
@@ -241,15 +243,74 @@ def test_a_character_no_font_draws_is_still_refused() -> None:
         template.check({"f": "გამარჯობა"})  # Georgian: no font ships for it
 
 
+def _read_left_to_right(pdf: bytes, rect: tuple[float, float, float, float]) -> str:
+    chars = viewcheck.chars_in_rect(pdf, 0, rect)
+    return "".join(str(c["text"]) for c in sorted(chars, key=lambda c: float(c["x0"])))
+
+
 def test_an_isolated_hebrew_name_keeps_a_latin_sentence_left_to_right() -> None:
     """``RLI name PDI`` (as a template inserts a name) sets no direction for the value: the
-    Latin sentence around it reads left to right, from the left."""
+    Latin sentence around it reads left to right, from the left, and the name inside reads
+    right to left, its two words in their order."""
     template = _form(Spec("f", "text", (60, 700, 400, 720)))
     pdf = template.fill({"f": "Dear \u2067שלום עולם\u2069, welcome"}, flatten=True)
-    chars = viewcheck.chars_in_rect(pdf, 0, (60, 700, 400, 720))
-    read = "".join(str(c["text"]) for c in sorted(chars, key=lambda c: float(c["x0"])))
+    read = _read_left_to_right(pdf, (60, 700, 400, 720))
     assert read.startswith("Dear") and read.endswith("welcome")
+    assert right_to_left_letters(read) == right_to_left_letters("שלום עולם")[::-1]
+    chars = viewcheck.chars_in_rect(pdf, 0, (60, 700, 400, 720))
     assert min(float(c["x0"]) for c in chars) < 70  # aligned left: the paragraph is Latin
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("\u202eabc\u202c", "cba"),  # a right-to-left override
+        ("x \u202bשלום עולם\u202c y", "x םלוע םולש y"),  # an embedding
+        ("\u200fabc 123", "abc 123"),  # a right-to-left mark: the paragraph's direction
+    ],
+)
+def test_explicit_direction_controls_are_obeyed(value: str, shown: str) -> None:
+    template = _form(Spec("f", "text", (60, 700, 400, 720)))
+    pdf = template.fill({"f": value}, flatten=True)
+    read = _read_left_to_right(pdf, (60, 700, 400, 720))
+    assert "".join(c for c in read if c.isalnum()) == "".join(c for c in shown if c.isalnum())
+
+
+def test_each_paragraph_of_a_multiline_value_has_its_own_direction() -> None:
+    """Rule P1: each line of the value is a paragraph. A Hebrew one goes right and reads
+    from the right, digits and Latin inside it in their order; a Latin one goes left."""
+    rect = (60, 500, 400, 720)
+    template = _form(Spec("f", "text", rect, multiline=True))
+    pdf = template.fill({"f": "Hello world\nשלום עולם 2024\nמספר 12 abc"}, flatten=True)
+    lines: dict[int, list[dict]] = {}
+    for char in viewcheck.chars_in_rect(pdf, 0, rect):
+        lines.setdefault(round(float(char["top"])), []).append(char)
+    first, second, third = (lines[top] for top in sorted(lines))
+    assert min(float(c["x0"]) for c in first) < 70  # Latin: at the left
+    for hebrew in (second, third):
+        assert max(float(c["x1"]) for c in hebrew) > 390  # at the right
+    read = "".join(str(c["text"]) for c in sorted(third, key=lambda c: float(c["x0"])))
+    assert read.replace(" ", "") == "abc12רפסמ"
+
+
+@pytest.mark.parametrize("value", ["a" + "\u0301" * 20, "ก" + "\u0e48" * 40])
+def test_marks_stacked_past_any_line_are_refused_whatever_the_policy(value: str) -> None:
+    """No size shows twenty stacked accents in a line's room and keeps them readable: the
+    value is refused by name, rather than drawn at 1 pt with its top clipped."""
+    template = _form(Spec("f", "text", (60, 700, 300, 720)))
+    for policy in ("error", "shrink", "truncate"):
+        with pytest.raises(TextOverflowError, match=r"'f'.*marks stack"):
+            template.fill({"f": value}, fit=Fit(policy))
+
+
+def test_a_long_run_of_marks_wraps_in_long_lines() -> None:
+    """A letter under hundreds of points breaks once a line is full, not after every
+    mark (which made wrapping quadratic)."""
+    glyphs = ShapedGlyphs(lambda count: 1000)
+    value = "ש" + "\u05b0" * 600
+    lines = wrap(value, ShapedFont(glyphs, value), 10, 200)
+    assert "".join(lines) == value
+    assert len(lines) < 10
 
 
 @pytest.mark.parametrize(

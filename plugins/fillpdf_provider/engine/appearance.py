@@ -401,10 +401,11 @@ def wrap(text: str, font: Font, size: float, room: float) -> list[str]:
 
 def _before_marks(line: str, cut: int) -> int:
     """``cut`` moved back so a letter keeps its marks (a vowel sign, a tone mark) on its
-    line, unless the letter is the line's first."""
-    while cut > 1 and not line[cut].isascii() and unicodedata.category(line[cut])[0] == "M":
-        cut -= 1
-    return cut
+    line, unless the letter is the line's first (its marks then fill the line)."""
+    back = cut
+    while back > 0 and not line[back].isascii() and unicodedata.category(line[back])[0] == "M":
+        back -= 1
+    return back if back > 0 else cut
 
 
 #: Points by which a running sum of widths may differ from ``Font.width``'s sum of the same
@@ -677,9 +678,11 @@ def _line_ops(box: Box, style: TextStyle, lines: list[str], size: float, top: fl
     y = box.height - box.padding - size * top
     out = [b"/%s %s Tf %s\n" % (style.font_name, _number(size), style.da.color)]
     previous_x, previous_y = 0.0, 0.0
+    per_line = getattr(font, "line_quadding", None)  # shaped text: each paragraph's side
     for line in lines:
         codes = font.encode(line) or b""
-        x = _x(box, style.quadding, font.width(codes) * size)
+        quadding = per_line(line, style.quadding) if per_line is not None else style.quadding
+        x = _x(box, quadding, font.width(codes) * size)
         out.append(
             b"%s %s Td %s\n"
             % (_number(x - previous_x), _number(y - previous_y), _shown(style, codes, size))
@@ -723,13 +726,14 @@ def listbox_stream(
         )
     )
     body.append(b"BT\n/%s %s Tf %s\n" % (style.font_name, _number(size), da.color))
-    # Options start at the left, as viewers draw them; laid out by script, they follow the
-    # style's alignment (a right-to-left list goes right).
-    quadding = style.quadding if getattr(font, "draw", None) is not None else 0
+    # Options start at the left, as viewers draw them; laid out by script, each follows its
+    # own direction (a right-to-left option goes right) unless the form states alignment.
+    per_line = getattr(font, "line_quadding", None)
     previous_x, previous_y = 0.0, 0.0
     for index, item in enumerate(items[top : top + visible]):
         codes = font.encode(item) or b""
         y = y_top - index * leading - size * font.ascent - (leading - size) / 2
+        quadding = per_line(item, style.quadding) if per_line is not None else 0
         x = _x(box, quadding, font.width(codes) * size) if quadding else box.padding
         body.append(
             b"%s %s Td %s\n"

@@ -362,7 +362,11 @@ class Template:
         if helvetica.font.encode(sample) is not None:
             return helvetica
         if row.fallback.get(sample) == SHAPED:
-            return _shaped_style(wp, sample, row)
+            # Its paragraphs as they are (a list box's options, each one): each has its
+            # own direction.
+            return _shaped_style(
+                wp, text if not plan.field.is_listbox else "\n".join(plan.items), row
+            )
         return self._unicode_style(wp, sample, unicode, row.fallback) or helvetica
 
     def _unicode_style(
@@ -743,7 +747,7 @@ def _shaped_style(wp: _WidgetPlan, text: str, row: _Row) -> TextStyle:
     aligned right where the form states no alignment."""
     if row.shaped is None:
         row.shaped = ShapedGlyphs(row.allocate)
-    font = ShapedFont(row.shaped, text)
+    font = ShapedFont(row.shaped, text, aligned=wp.aligned)
     quadding = wp.quadding if wp.aligned or not font.rtl else 2
     return TextStyle(font.font_name, font, True, wp.da, quadding)
 

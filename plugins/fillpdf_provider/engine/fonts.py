@@ -8,10 +8,13 @@ Three kinds of font draw a value:
 * Noto Sans, embedded as a CID font with a ToUnicode map, for everything else. It covers
   Latin (with Vietnamese and the Latin Extended blocks), Greek and Cyrillic;
 * then the TrueType fonts a user adds (``FILLPDF_FONTS``: folders or files, separated by
-  ``os.pathsep``), embedded the same way, for scripts the package does not bundle (CJK,
-  Georgian, Thai ...; right-to-left scripts are refused before a font is sought, as the
-  engine does not reorder them). The first font that has every character of a value draws
-  it.
+  ``os.pathsep``), embedded the same way. The first font that has every character of a
+  value draws it.
+
+A value that must be shaped or reordered (Arabic, Hebrew, Indic, Thai, combining marks), or
+that no one font draws, is laid out by ``shaping`` instead, run by run, with ``script_fonts``:
+Noto Sans, the script fonts the package ships (``SCRIPT_FONTS``), then the user's; its
+glyphs go into a ``GlyphSubset`` per output.
 
 Noto Sans ships in the ``fontpkg-noto-sans`` wheel. Its tables are read once per process with
 ``struct`` (no fontTools: importing and running its subsetter cost a one-off fill about a

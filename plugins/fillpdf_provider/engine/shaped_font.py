@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fillpdf_provider.engine import fonts, shaping
+from fillpdf_provider.engine.appearance import TALLEST_EM, TextTooLong
 
 
 class ShapedGlyphs:
@@ -50,10 +51,21 @@ class ShapedFont:
 
     two_byte = True
 
-    def __init__(self, glyphs: ShapedGlyphs, text: str) -> None:
+    def __init__(self, glyphs: ShapedGlyphs, text: str, *, aligned: bool = False) -> None:
+        """``aligned``: the form states the alignment, which every line keeps; else each
+        line goes to the side its paragraph starts from."""
         self._glyphs = glyphs
-        #: The paragraph's direction, from the whole value: every line keeps it.
+        self._aligned = aligned
+        #: The first paragraph's direction: the value's, for one line and alignment.
         self.base = shaping.base_level(text)
+        paragraphs = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        #: Each paragraph (a line of the value, rule P1) with its own direction, when they
+        #: differ: a wrapped line takes the direction of the paragraph it comes from.
+        self._paragraphs = [
+            (p, shaping.base_level(p) if p.strip() else self.base) for p in paragraphs
+        ]
+        if len({base for _, base in self._paragraphs}) == 1:
+            self._paragraphs = []
         runs = shaping.font_runs(text)
         used = {font for _, _, font in runs} or {0}
         script_fonts = fonts.script_fonts()
@@ -77,11 +89,33 @@ class ShapedFont:
             return None
         return text.encode("utf-32-be")
 
+    def line_base(self, line: str) -> int:
+        """The direction of the paragraph ``line`` comes from (the first that holds it)."""
+        for paragraph, base in self._paragraphs:
+            if line in paragraph:
+                return base
+        return self.base
+
+    def line_quadding(self, line: str, quadding: int) -> int:
+        """Where ``line`` goes: the form's alignment, else its paragraph's side."""
+        if self._aligned or not self._paragraphs:
+            return quadding
+        return 2 if self.line_base(line) % 2 else 0
+
     def width(self, codes: bytes) -> float:
-        return shaping.width(codes.decode("utf-32-be"), self.base)
+        line = codes.decode("utf-32-be")
+        return shaping.width(line, self.line_base(line))
 
     def extent(self, text: str) -> tuple[float, float]:
-        return shaping.ink(" ".join(text.split()), self.base)
+        """The ink of ``text``'s glyphs; refused when marks stack taller than any line of
+        text is (``TALLEST_EM``): no size would show them and keep the value readable."""
+        top, bottom = shaping.ink(" ".join(text.split()), self.base)
+        if top - bottom > TALLEST_EM:
+            raise TextTooLong(
+                f"its marks stack {top - bottom:.1f} em tall, more than the {TALLEST_EM:g} em "
+                "any line of text takes; remove the repeated marks."
+            )
+        return top, bottom
 
     def cells(self, text: str) -> list[str]:
         """What each comb cell shows, left to right."""
@@ -91,10 +125,11 @@ class ShapedFont:
         """The operators drawing one line at ``size`` from the current point (``Tj`` and
         ``TJ`` only, with ``Ts`` for raised marks: the line matrix stays where it was)."""
         line = codes.decode("utf-32-be")
+        base = self.line_base(line)
         out = [b"/Span<</ActualText<FEFF%s>>>BDC" % line.encode("utf-16-be").hex().encode()]
         rise = 0.0
-        pending = shaping.overhang(line, self.base)[0]  # em to move before the first glyph
-        for run in shaping.visual_runs(line, self.base):
+        pending = shaping.overhang(line, base)[0]  # em to move before the first glyph
+        for run in shaping.visual_runs(line, base):
             subset = self._glyphs.subset(run.font)
             self._drawn.add(run.font)
             out.append(b"/%s %s Tf" % (resource_name(run.font), _number(size)))

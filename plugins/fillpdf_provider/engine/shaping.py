@@ -56,10 +56,13 @@ def _shaped(code: int) -> bool:
     if any(lo <= code <= hi for lo, hi in SHAPED_RANGES):
         return True
     char = chr(code)
-    return unicodedata.bidirectional(char) in ("R", "AL") or unicodedata.category(char) in (
-        "Mn",
-        "Me",
-    )
+    kind = unicodedata.bidirectional(char)
+    return kind in _DIRECTED or unicodedata.category(char) in ("Mn", "Me")
+
+
+#: Right-to-left letters, and the controls that set a direction (embeddings, overrides,
+#: isolates and their ends): text with any of them must be ordered, even if all Latin.
+_DIRECTED = frozenset({"R", "AL", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 
 
 def missing(text: str) -> str:
@@ -161,11 +164,13 @@ def levels(line: str, base: int) -> tuple[int, ...]:
     then L1 (whitespace at the line's end goes back to the paragraph's level)."""
     if not line:
         return ()
+    embedded = _without_isolates(line)
     try:
-        found = _resolved_levels(_without_isolates(line), base)
+        resolved = _resolved_levels(embedded, base)
     except (AssertionError, KeyError, IndexError, ValueError):
-        found = None  # a sequence the implementation cannot take: strong types alone
-    if found is None or len(found) != len(line):
+        resolved = None  # a sequence the implementation cannot take: strong types alone
+    found = _with_removed(embedded, resolved, base) if resolved is not None else None
+    if found is None:
         found = [_strong_level(char, base) for char in line]
     end = len(line)
     while end and unicodedata.bidirectional(line[end - 1]) in ("WS", "B", "S", "BN"):
@@ -185,6 +190,26 @@ def _resolved_levels(line: str, base: int) -> list[int]:
     algorithm.resolve_neutral_types(storage, False)
     algorithm.resolve_implicit_levels(storage, False)
     return [int(char["level"]) for char in storage["chars"]]
+
+
+#: The classes rule X9 removes: embeddings, overrides, their end and boundary neutrals.
+_X9_REMOVED = frozenset({"RLE", "LRE", "RLO", "LRO", "PDF", "BN"})
+
+
+def _with_removed(line: str, resolved: list[int], base: int) -> list[int] | None:
+    """``resolved`` (the levels of the characters X9 kept) for every character of
+    ``line``: a removed one takes its neighbour's level, as X9's note suggests (it draws
+    nothing either way); None if the counts disagree."""
+    kept = [i for i, char in enumerate(line) if unicodedata.bidirectional(char) not in _X9_REMOVED]
+    if len(kept) != len(resolved):
+        return None
+    at = dict(zip(kept, resolved, strict=True))
+    found: list[int] = []
+    previous = resolved[0] if resolved else base  # (what leads takes the first kept level)
+    for index in range(len(line)):
+        previous = at.get(index, previous)
+        found.append(previous)
+    return found
 
 
 def _without_isolates(line: str) -> str:
