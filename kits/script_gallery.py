@@ -32,6 +32,23 @@ VALUES: dict[str, tuple[str, str]] = {
     "japanese": ("こんにちは 東京都", "WenQuanYi Micro Hei"),
     "korean": ("안녕하세요 서울", "WenQuanYi Micro Hei"),
 }
+#: The other scripts the package ships a font for: the rest of the Indic scripts, Sinhala, Lao,
+#: Myanmar and Khmer.
+MORE_VALUES: dict[str, tuple[str, str]] = {
+    "bengali": ("আমার সোনার বাংলা", "Noto Sans Bengali"),
+    "gurmukhi": ("ਸਤਿ ਸ੍ਰੀ ਅਕਾਲ", "Noto Sans Gurmukhi"),
+    "gujarati": ("નમસ્તે ગુજરાત", "Noto Sans Gujarati"),
+    "oriya": ("ନମସ୍କାର ଓଡ଼ିଶା", "Noto Sans Oriya"),
+    "tamil": ("வணக்கம் தமிழ்நாடு", "Noto Sans Tamil"),
+    "telugu": ("నమస్కారం తెలుగు", "Noto Sans Telugu"),
+    "kannada": ("ನಮಸ್ಕಾರ ಕನ್ನಡ", "Noto Sans Kannada"),
+    "malayalam": ("നമസ്കാരം കേരളം", "Noto Sans Malayalam"),
+    "sinhala": ("ආයුබෝවන් ශ්\u200dරී ලංකා", "Noto Sans Sinhala"),
+    "lao": ("ສະບາຍດີ ລາວ", "Noto Sans Lao"),
+    "myanmar": ("မင်္ဂလာပါ မြန်မာ", "Noto Sans Myanmar"),
+    "khmer": ("សួស្តី កម្ពុជា", "Noto Sans Khmer"),
+}
+Gallery = dict[str, tuple[str, str]]
 PAGE = (612.0, 792.0)
 SIZE = 12.0  # every box's /DA size, so the reference is drawn at the same one
 
@@ -44,17 +61,19 @@ def box(
     return (60.0, top - height, 60.0 + width, top)
 
 
-def form(size: float = SIZE, height: float = 20.0, width: float = 340.0) -> bytes:
+def form(
+    size: float = SIZE, height: float = 20.0, width: float = 340.0, gallery: Gallery = VALUES
+) -> bytes:
     """The form: one one-line Helvetica box per value, no labels (``size`` 0: auto size)."""
     specs = [
         Spec(name, "text", box(index, height, width), da=f"/Helv {size:g} Tf 0 g")
-        for index, name in enumerate(VALUES)
+        for index, name in enumerate(gallery)
     ]
     return build_form(specs, page_size=PAGE)
 
 
-def values() -> dict[str, str]:
-    return {name: text for name, (text, _) in VALUES.items()}
+def values(gallery: Gallery = VALUES) -> dict[str, str]:
+    return {name: text for name, (text, _) in gallery.items()}
 
 
 def readable(text: str) -> Counter[str]:
@@ -67,22 +86,22 @@ def right_to_left_letters(text: str) -> str:
 
 
 def chars_in_box(
-    flat: bytes, name: str, height: float = 20.0, width: float = 340.0
+    flat: bytes, name: str, height: float = 20.0, width: float = 340.0, gallery: Gallery = VALUES
 ) -> list[dict[str, Any]]:
     """pdfplumber's characters drawn in the box of field ``name`` on a page without fields."""
-    return viewcheck.chars_in_rect(flat, 0, box(list(VALUES).index(name), height, width))
+    return viewcheck.chars_in_rect(flat, 0, box(list(gallery).index(name), height, width))
 
 
-def check_read_back(flat: bytes) -> None:
+def check_read_back(flat: bytes, gallery: Gallery = VALUES) -> None:
     """Every value's letters, marks and digits read back from its box (no ``(cid:N)``), and
     the right-to-left letters, read by position from the right, in the value's order."""
-    check_read_back_in(flat, 20.0, 340.0)
+    check_read_back_in(flat, 20.0, 340.0, gallery)
 
 
-def check_read_back_in(flat: bytes, height: float, width: float) -> None:
-    """``check_read_back`` on a form made with ``form(height=, width=)``."""
-    for name, (value, _) in VALUES.items():
-        chars = chars_in_box(flat, name, height, width)
+def check_read_back_in(flat: bytes, height: float, width: float, gallery: Gallery = VALUES) -> None:
+    """``check_read_back`` on a form made with ``form(height=, width=, gallery=)``."""
+    for name, (value, _) in gallery.items():
+        chars = chars_in_box(flat, name, height, width, gallery)
         text = "".join(str(c["text"]) for c in chars)
         assert "(cid:" not in text, (name, text)
         assert readable(text) == readable(value), (name, text)
@@ -139,12 +158,14 @@ def ink_width(image: Image.Image, *, inset: int = 0) -> int:
     return columns
 
 
-def side_by_side(pdf: bytes, out_dir: Path, scale: float = 4.0) -> dict[str, tuple[int, int]]:
+def side_by_side(
+    pdf: bytes, out_dir: Path, scale: float = 4.0, gallery: Gallery = VALUES
+) -> dict[str, tuple[int, int]]:
     """One PNG per value (the engine's box above the reference) in ``out_dir``, and each
     value's ink width in pixels: (engine, reference)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     widths = {}
-    for index, (name, (text, font)) in enumerate(VALUES.items()):
+    for index, (name, (text, font)) in enumerate(gallery.items()):
         ours = rendered_box(pdf, index, scale)
         theirs = reference(text, font, scale)
         sheet = Image.new(
@@ -169,9 +190,10 @@ def main(argv: list[str]) -> int:
     from fillpdf_provider.engine import Template
 
     out_dir = Path(argv[0] if argv else "docs/scripts")
-    pdf = Template(form()).fill(values(), flatten=True)
-    for name, (ours, theirs) in side_by_side(pdf, out_dir).items():
-        print(f"{name}: {ours} px of ink, reference {theirs} px")
+    for gallery in (VALUES, MORE_VALUES):
+        pdf = Template(form(gallery=gallery)).fill(values(gallery), flatten=True)
+        for name, (ours, theirs) in side_by_side(pdf, out_dir, gallery=gallery).items():
+            print(f"{name}: {ours} px of ink, reference {theirs} px")
     return 0
 
 

@@ -368,3 +368,20 @@ def test_choices_in_right_to_left_scripts_show_their_option_from_the_right() -> 
     options = viewcheck.chars_in_rect(pdf, 0, (60, 600, 300, 680))
     assert readable("".join(str(c["text"]) for c in options)) == readable("תל אביבירושליםחיפה")
     assert max(float(c["x1"]) for c in options) > 290
+
+
+def test_the_other_shipped_scripts_fill_read_back_and_match_the_reference(tmp_path: Path) -> None:
+    """Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu, Kannada, Malayalam, Sinhala, Lao,
+    Myanmar and Khmer: each shaped as the reference shapes it, inside its box, read back."""
+    more = script_gallery.MORE_VALUES
+    template = Template(script_gallery.form(gallery=more))
+    pdf = template.fill(script_gallery.values(more), flatten=True)
+    script_gallery.check_read_back(pdf, more)
+    with viewcheck.Raster(pdf, scale=3) as raster:
+        for index, name in enumerate(more):
+            rect = script_gallery.box(index)
+            assert raster.ink(0, rect, pad=-1.0) > 40, name
+            assert raster.ink(0, rect, pad=8.0) - raster.ink(0, rect, pad=1.0) == 0, name
+    widths = script_gallery.side_by_side(pdf, tmp_path, gallery=more)
+    for name, (ours, reference) in widths.items():
+        assert abs(ours - reference) <= max(6, reference * 0.03), (name, ours, reference)

@@ -942,8 +942,9 @@ def _undrawable(text: str) -> str:
     added = fonts.added_fonts()
     skipped = f" ({'; '.join(added.skipped[:3])})" if added.skipped else ""
     return (
-        f"{what}: the engine draws Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari, Thai, "
-        f"Chinese, Japanese and Korean, and what the TrueType fonts in {fonts.FONTS_ENV} have"
+        f"{what}: the engine draws Latin, Greek, Cyrillic, Arabic, Hebrew, the Indic scripts, "
+        "Sinhala, Thai, Lao, Myanmar, Khmer, Chinese, Japanese and Korean, and what the "
+        f"TrueType fonts in {fonts.FONTS_ENV} have"
         f"{skipped}; transliterate or remove these characters, or add a font that has them."
     )
 
