@@ -113,7 +113,7 @@ def check_read_back_in(flat: bytes, height: float, width: float, gallery: Galler
 def font_path(name: str) -> Path:
     """The shipped font file behind ``name`` (as ``fonts.SCRIPT_FONTS`` names it)."""
     source = next(s for s, n in fonts.SCRIPT_FONTS if n == name)
-    return fonts._script_font_path(source)
+    return fonts.script_font_path(source)
 
 
 def reference(text: str, font: str, scale: float) -> Image.Image:

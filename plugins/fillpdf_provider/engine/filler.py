@@ -403,8 +403,6 @@ class Template:
         WinAnsi can show)."""
         embedded: _Unicode = {}
         for index, chars in sorted(self._unicode_chars(chosen, row.fallback).items()):
-            if index == SHAPED:
-                continue
             subset = fonts.unicode_subset(chars, index)
             refs = fonts.FontRefs.starting_at(row.allocate(5))
             row.objects.extend((n, 0, body) for n, body in subset.pdf_objects(refs))
@@ -748,8 +746,7 @@ def _shaped_style(wp: _WidgetPlan, text: str, row: _Row) -> TextStyle:
     if row.shaped is None:
         row.shaped = ShapedGlyphs(row.allocate)
     font = ShapedFont(row.shaped, text, aligned=wp.aligned)
-    quadding = wp.quadding if wp.aligned or not font.rtl else 2
-    return TextStyle(font.font_name, font, True, wp.da, quadding)
+    return TextStyle(font.font_name, font, True, wp.da, font.line_quadding(text, wp.quadding))
 
 
 def _helvetica_style(wp: _WidgetPlan) -> TextStyle:

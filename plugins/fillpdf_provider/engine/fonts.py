@@ -414,11 +414,16 @@ def _upright_regular(os2: bytes) -> bool:
 
 def noto_path() -> Path:
     """The Noto Sans file the engine embeds from: the upright one the wheel ships."""
-    package = importlib.import_module("fontpkg_noto_sans")  # (it ships no type information)
-    files = Path(str(package.__file__)).parent / "files"
-    upright = sorted(p for p in files.glob("NotoSans*.ttf") if "Italic" not in p.name)
+    return _packaged_font("fontpkg_noto_sans")
+
+
+def _packaged_font(module: str) -> Path:
+    """The upright font file a ``fontpkg`` wheel ships (its module has no type information)."""
+    files = Path(str(importlib.import_module(module).__file__)).parent / "files"
+    upright = sorted(p for p in files.glob("*.ttf") if "Italic" not in p.name)
     if not upright:
-        raise FileNotFoundError(f"Noto Sans not found in {files}; reinstall fontpkg-noto-sans")
+        wheel = module.replace("_", "-")
+        raise FileNotFoundError(f"no font found in {files}; reinstall {wheel}")
     return upright[0]
 
 
@@ -616,21 +621,17 @@ def _shipped_script_fonts() -> tuple[_Glyphs, ...]:
     found = []
     for source, name in SCRIPT_FONTS:
         try:
-            found.append(_Glyphs(_script_font_path(source).read_bytes(), name, None))
+            found.append(_Glyphs(script_font_path(source).read_bytes(), name, None))
         except (ImportError, OSError, ValueError):
             continue
     return tuple(found)
 
 
-def _script_font_path(source: str) -> Path:
+def script_font_path(source: str) -> Path:
+    """The file behind a ``SCRIPT_FONTS`` source: shipped in ``data/fonts``, or a wheel's."""
     if source.endswith((".ttf", ".ttc")):
         return Path(__file__).with_name("data") / "fonts" / source
-    package = importlib.import_module(source)
-    files = sorted((Path(str(package.__file__)).parent / "files").glob("*.ttf"))
-    upright = [p for p in files if "Italic" not in p.name]
-    if not upright:
-        raise FileNotFoundError(source)
-    return upright[0]
+    return _packaged_font(source)
 
 
 class _CoveredCmap:

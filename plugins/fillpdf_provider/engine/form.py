@@ -405,13 +405,14 @@ def _new_field(
     if not _holds_a_date(date_format, max_length):
         kind, date_format = "text", None
     label = obj.get("/TU")
+    quadding = inherited(obj, "/Q", defaults[1])
     form_field = FormField(
         name=name,
         kind=kind,
         flags=flags,
         da=str(inherited(obj, "/DA", "") or defaults[0]),
-        quadding=int(inherited(obj, "/Q", defaults[1]) or 0),
-        aligned=inherited(obj, "/Q", defaults[1]) is not None,
+        quadding=int(quadding or 0),
+        aligned=quadding is not None,
         max_length=max_length,
         label=_text(label) if label is not None else None,
         targets=[target],

@@ -76,17 +76,12 @@ class ShapedFont:
         self.char_widths: dict[str, float] = {}
 
     @property
-    def rtl(self) -> bool:
-        return self.base == 1
-
-    @property
     def font_name(self) -> bytes:
         """The resource name a stream selects before its first line."""
         return resource_name(self.first)
 
     def encode(self, text: str) -> bytes | None:
-        if shaping.missing(text):
-            return None
+        """Any piece of the value: the whole was checked drawable before the font was made."""
         return text.encode("utf-32-be")
 
     def line_base(self, line: str) -> int:
@@ -97,8 +92,9 @@ class ShapedFont:
         return self.base
 
     def line_quadding(self, line: str, quadding: int) -> int:
-        """Where ``line`` goes: the form's alignment, else its paragraph's side."""
-        if self._aligned or not self._paragraphs:
+        """Where ``line`` goes: the form's alignment (``quadding``) where it states one, else
+        the side its paragraph starts from (the value's, for a text no paragraph holds)."""
+        if self._aligned:
             return quadding
         return 2 if self.line_base(line) % 2 else 0
 

@@ -5,10 +5,11 @@ Arabic letters take their joined forms, Devanagari vowel signs move and consonan
 conjuncts, Thai and Arabic marks sit on their letters; in a right-to-left value, digits and
 Latin words keep their own order. Levels come from python-bidi's implementation of the
 algorithm (``bidi.algorithm``); the order of runs on a line is rule L2, applied per line
-after wrapping, with the paragraph's direction taken from the whole value.
+after wrapping, with the direction of the paragraph the line comes from.
 
-Nothing here is imported for text that Helvetica, the form's fonts or Noto Sans draw as it
-is (Latin, Greek, Cyrillic): those values never pay for shaping.
+python-bidi, HarfBuzz and the script fonts are loaded only for the first value that needs
+them: text that Helvetica, the form's fonts or Noto Sans draw as it is (Latin, Greek,
+Cyrillic without combining marks) never pays for shaping.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ SHAPED_RANGES: tuple[tuple[int, int], ...] = (
 _CONTROLS = frozenset("\n\r\t")
 #: A glyph as drawn: glyph id, advance, x and y offset (per 1 pt), the text it stands for.
 Glyph = tuple[int, float, float, float, str]
+#: Right-to-left letters, and the controls that set a direction (embeddings, overrides,
+#: isolates and their ends): text with any of them must be ordered, even if all Latin.
+_DIRECTED = frozenset({"R", "AL", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 
 
 def needs_layout(text: str) -> bool:
@@ -58,11 +62,6 @@ def _shaped(code: int) -> bool:
     char = chr(code)
     kind = unicodedata.bidirectional(char)
     return kind in _DIRECTED or unicodedata.category(char) in ("Mn", "Me")
-
-
-#: Right-to-left letters, and the controls that set a direction (embeddings, overrides,
-#: isolates and their ends): text with any of them must be ordered, even if all Latin.
-_DIRECTED = frozenset({"R", "AL", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 
 
 def missing(text: str) -> str:
@@ -228,12 +227,11 @@ def _without_isolates(line: str) -> str:
 
 
 def _strong_level(char: str, base: int) -> int:
+    """Rule I1 and I2 on strong types alone, for a line the implementation cannot take."""
     kind = unicodedata.bidirectional(char)
     if kind in ("R", "AL"):
-        return 1 if base == 0 else base
-    if kind == "L":
-        return base if base % 2 == 0 else base + 1
-    return base
+        return 1
+    return 2 * base if kind == "L" else base
 
 
 @dataclass(frozen=True)
@@ -273,8 +271,7 @@ def _logical_runs(line: str, base: int, setting: str) -> tuple[Run, ...]:
 
 
 def visual_runs(line: str, base: int) -> list[Run]:
-    """The line's runs left to right (rule L2: from the highest level down to the lowest
-    odd one, every sequence of runs at that level or higher is reversed)."""
+    """The line's runs left to right (``visual_order``)."""
     runs = logical_runs(line, base)
     return [runs[index] for index in visual_order([run.level for run in runs])]
 
@@ -410,13 +407,12 @@ def _glyph_texts(text: str, glyphs: list[tuple[int, int]], g: Any) -> list[str]:
                 texts[index] = plain
                 left.remove(plain)
         rest = [index for index in indexes if not texts[index]]
-        for order, index in enumerate(rest):
-            if not left:
-                break
-            texts[index] = "".join(left) if order == len(rest) - 1 else left.pop(0)
-            if order == len(rest) - 1:
-                left = []
-        if left:
+        for index in rest[:-1]:
+            if left:
+                texts[index] = left.pop(0)
+        if rest and left:
+            texts[rest[-1]] = "".join(left)
+        elif left:  # every glyph is a plain one: the last takes what is left
             texts[indexes[-1]] += "".join(left)
     return texts
 
